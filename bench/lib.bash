@@ -1,0 +1,23 @@
+# Shared by the benchmarks: where the build is, a hermetic SS_HOME, and JSON helpers.
+# Every benchmark runs ss and the alternative a user would pick in the same run and prints
+# one JSON document with both figures and their ratio.
+set -euo pipefail
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SS_BUILD_DIR=${SS_BUILD_DIR:-$BENCH_ROOT/build/release}
+if [ ! -x "$SS_BUILD_DIR/bin/ss" ]; then
+  echo "bench: no build in $SS_BUILD_DIR; run ./install.sh --no-deps or set SS_BUILD_DIR" >&2
+  exit 69
+fi
+command -v hyperfine >/dev/null || { echo "bench: needs hyperfine (apt-get install hyperfine)" >&2; exit 69; }
+BENCH_TMP=$(mktemp -d)
+trap 'rm -rf "$BENCH_TMP"' EXIT
+export HOME="$BENCH_TMP/home" SS_HOME="$BENCH_TMP/home/super-sandbox" SS_NO_UPDATE=1
+mkdir -p "$HOME"
+export PATH="$SS_BUILD_DIR/bin:$PATH"
+
+# hyperfine_medians OUT.json CMD... : runs the commands (no shell) and prints their medians (ms).
+hyperfine_json() {
+  local out=$1; shift
+  hyperfine -N --style none --warmup "${WARMUP:-10}" --runs "${RUNS:-200}" --export-json "$out" "$@" >/dev/null
+}
+median_ms() { jq ".results[$2].median * 1000" "$1"; }

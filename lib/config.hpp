@@ -1,0 +1,97 @@
+// config.yaml: the schema, loading with exact errors, and edits that keep the user's file.
+//
+// Every key is a row of the schema (ConfigSchema()); a section is just a dotted prefix, so adding
+// a key or a section is adding a row. "sandboxes.*.x" rows match any sandbox name. Values are
+// held as JSON (numbers, booleans, strings, string arrays; sizes as integer bytes).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "error.hpp"
+#include "json_out.hpp"
+
+namespace ss {
+
+enum class ValueType { kInt, kSize, kBool, kString, kEnum, kStringList };
+
+struct KeySpec {
+  std::string key;  // dotted path; "*" matches one name ("sandboxes.*.cpus")
+  ValueType type;
+  std::string description;
+  std::vector<std::string> choices;  // kEnum
+  // Bounds for kInt and kSize (computed from the host where the range depends on it).
+  int64_t (*min)() = nullptr;
+  int64_t (*max)() = nullptr;
+  std::string range_note;             // e.g. "host cores" — how the bound was chosen
+  Json (*default_value)() = nullptr;  // null Json: no default (unset)
+  std::string alias;                  // the spec's short name ("cpus")
+};
+
+const std::vector<KeySpec>& ConfigSchema();
+
+// Resolves an alias and matches wildcards: "cpus" → "vm.cpus"; "sandboxes.work.cpus" →
+// the "sandboxes.*.cpus" row. Returns nullptr for an unknown key.
+const KeySpec* FindKeySpec(std::string_view key, std::string* canonical = nullptr);
+
+// Every key a user may name, for messages and completion ("cpus, memory, disk, version, ...").
+std::vector<std::string> ValidKeyNames();
+// "unknown config key: foo" + the valid keys + a did-you-mean (exit 64).
+Error UnknownKeyError(std::string_view key);
+
+// Checks one value; on failure returns the problem ("must be between 2 and 8 (host cores)").
+std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value);
+// Parses command-line text for a key ("16gb" → bytes, "true", "a,b" → list). Throws ss::Error.
+Json ParseValueText(const KeySpec& spec, std::string_view key, std::string_view text);
+// The config-file form of a value: "16GB", "true", "a, b".
+std::string FormatValue(const KeySpec& spec, const Json& value);
+// The valid range or choices, for messages: "2 .. 8 (host cores)", "auto, qemu, lxd".
+std::string DescribeRange(const KeySpec& spec);
+
+class Config {
+ public:
+  // The user's config ($SS_HOME/config.yaml), or defaults when there is none. Errors in the file
+  // throw ss::Error(78) with file:line:column.
+  static Config Load();
+  static Config LoadFile(const std::string& path);
+  static Config Parse(std::string_view text, const std::string& path);
+
+  const std::string& path() const { return path_; }
+  bool file_exists() const { return exists_; }
+
+  // Effective value: the file's, else the default. Unknown keys throw ss::Error(70).
+  Json Get(std::string_view key) const;
+  bool IsSet(std::string_view key) const;
+  int64_t Int(std::string_view key) const { return Get(key).get<int64_t>(); }
+  bool Bool(std::string_view key) const { return Get(key).get<bool>(); }
+  std::string String(std::string_view key) const;
+  std::vector<std::string> List(std::string_view key) const;
+
+  // Sandbox settings fall back from sandboxes.<name>.<field> to the global key
+  // (cpus/memory/disk → vm.*, backend → backend).
+  Json SandboxValue(std::string_view sandbox, std::string_view field) const;
+  std::vector<std::string> SandboxNames() const;
+
+  // Checks for updates unless updates.check is false or SS_NO_UPDATE is set.
+  bool UpdatesEnabled() const;
+
+  // Every set key and its value, in schema order (wildcard rows expanded).
+  std::vector<std::pair<std::string, Json>> Entries(bool include_defaults) const;
+
+ private:
+  std::string path_;
+  bool exists_ = false;
+  std::map<std::string, Json> values_;
+};
+
+// Sets key to text in the file at `path` (created when missing), keeping the rest of the file
+// as written: comments, key order and formatting. Validates the whole result before replacing
+// the file atomically under a lock. Returns the canonical key and the value stored.
+std::pair<std::string, Json> SetConfigValue(const std::string& path, std::string_view key,
+                                            std::string_view text);
+
+}  // namespace ss

@@ -1,0 +1,220 @@
+#include "fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "error.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+[[noreturn]] void IoError(std::string_view what, const std::string& path, int err) {
+  throw Error(err == ENOENT                   ? kExitNoInput
+              : err == EACCES || err == EPERM ? kExitNoPerm
+                                              : kExitIoErr,
+              Cat("cannot ", what, " '", path, "': ", std::strerror(err)));
+}
+
+void WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      IoError("write", path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> ReadFileIfExists(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    IoError("read", path, errno);
+  }
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      IoError("read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  auto content = ReadFileIfExists(path);
+  if (!content) IoError("read", path, ENOENT);
+  return *content;
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string Dirname(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string Basename(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void AtomicWrite(const std::string& path, std::string_view data, mode_t mode) {
+  std::string dir = Dirname(path);
+  std::string tmpl = Cat(dir, "/.", Basename(path), ".tmp.XXXXXX");
+  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd < 0) IoError("create a file in", dir, errno);
+  try {
+    WriteAll(fd, data, tmpl);
+    if (::fchmod(fd, mode) != 0) IoError("chmod", tmpl, errno);
+    if (::fsync(fd) != 0) IoError("sync", tmpl, errno);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmpl.c_str());
+    IoError("replace", path, err);
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+void MakeDirs(const std::string& path, mode_t mode) {
+  if (path.empty() || IsDirectory(path)) return;
+  std::string parent = Dirname(path);
+  if (parent != path) MakeDirs(parent, mode);
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) IoError("create directory", path, errno);
+  if (!IsDirectory(path)) IoError("create directory", path, ENOTDIR);
+}
+
+void RemoveTree(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    IoError("remove", path, errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    DIR* d = ::opendir(path.c_str());
+    if (d == nullptr) {
+      // An unreadable directory may still be removable when empty.
+      if (::rmdir(path.c_str()) == 0) return;
+      IoError("remove", path, errno);
+    }
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
+    ::closedir(d);
+    for (const auto& name : names) RemoveTree(Cat(path, "/", name));
+    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) IoError("remove", path, errno);
+  } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    IoError("remove", path, errno);
+  }
+}
+
+FileLock::FileLock(const std::string& path, Mode mode) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) IoError("open lock file", path, errno);
+  while (::flock(fd_, mode == kShared ? LOCK_SH : LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      int err = errno;
+      ::close(fd_);
+      IoError("lock", path, err);
+    }
+  }
+}
+
+FileLock::FileLock(const std::string& path, Mode mode, std::chrono::milliseconds wait,
+                   std::string_view what) {
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    if (auto lock = TryLock(path, mode)) {
+      fd_ = lock->fd_;
+      lock->fd_ = -1;
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Error(kExitTempFail, Cat(what, " is busy: another ss command holds its lock"), {},
+                  {"try again in a moment"});
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::optional<FileLock> FileLock::TryLock(const std::string& path, Mode mode) {
+  FileLock lock;
+  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock.fd_ < 0) IoError("open lock file", path, errno);
+  if (::flock(lock.fd_, (mode == kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return std::nullopt;
+    IoError("lock", path, errno);
+  }
+  return lock;
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+TempDir::TempDir(const std::string& parent, std::string_view prefix) {
+  std::string base = parent;
+  if (base.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    base = tmp && *tmp ? tmp : "/tmp";
+  }
+  std::string tmpl = Cat(base, "/", prefix, "XXXXXX");
+  if (::mkdtemp(tmpl.data()) == nullptr) IoError("create a directory in", base, errno);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  try {
+    RemoveTree(path_);
+  } catch (...) {
+  }
+}
+
+std::string TempDir::Release() { return std::exchange(path_, std::string()); }
+
+}  // namespace ss

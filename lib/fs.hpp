@@ -1,0 +1,63 @@
+// Files ss writes are written atomically (temp file in the same directory, fsync, rename, fsync
+// of the directory) while holding an flock(2) on a lock file beside them, so a reader never sees
+// half a file and two writers never interleave.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ss {
+
+std::string ReadFile(const std::string& path);  // throws ss::Error (66 missing, 74 I/O)
+std::optional<std::string> ReadFileIfExists(const std::string& path);
+bool PathExists(const std::string& path);   // lstat: a dangling symlink exists
+bool IsDirectory(const std::string& path);  // stat: follows symlinks
+
+void AtomicWrite(const std::string& path, std::string_view data, mode_t mode = 0644);
+// mkdir -p; new directories get `mode`.
+void MakeDirs(const std::string& path, mode_t mode = 0755);
+// Removes a tree without following symlinks (a symlink is removed, never its target).
+void RemoveTree(const std::string& path);
+
+std::string Dirname(const std::string& path);
+std::string Basename(const std::string& path);
+
+// An exclusive (or shared) flock on `path`, created 0600 if missing, released on destruction.
+class FileLock {
+ public:
+  enum Mode { kExclusive, kShared };
+  explicit FileLock(const std::string& path, Mode mode = kExclusive);
+  // Gives up after `wait` and throws ss::Error(75) naming `what`.
+  FileLock(const std::string& path, Mode mode, std::chrono::milliseconds wait,
+           std::string_view what);
+  // Returns nullopt instead of waiting when someone else holds it.
+  static std::optional<FileLock> TryLock(const std::string& path, Mode mode = kExclusive);
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&&) = delete;
+  FileLock(const FileLock&) = delete;
+  ~FileLock();
+
+ private:
+  FileLock() = default;
+  int fd_ = -1;
+};
+
+// A temporary directory removed (recursively) on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& parent = {}, std::string_view prefix = "ss.");
+  TempDir(const TempDir&) = delete;
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  // Keep the directory (it becomes the caller's).
+  std::string Release();
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ss

@@ -1,0 +1,98 @@
+#include "paths.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "error.hpp"
+#include "fs.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return Cat(cwd, "/", path);
+}
+
+std::string StripTrailingSlash(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+}  // namespace
+
+std::string HomeDir() {
+  std::string home = Env("HOME");
+  if (!home.empty()) return StripTrailingSlash(home);
+  if (passwd* pw = ::getpwuid(::getuid())) return pw->pw_dir;
+  throw Error(kExitConfig, "cannot find the home directory: HOME is not set", {},
+              {"set HOME or SS_HOME"});
+}
+
+std::string SsHome() {
+  std::string home = Env("SS_HOME");
+  if (!home.empty()) return StripTrailingSlash(Absolute(home));
+  return HomeDir() + "/super-sandbox";
+}
+
+std::string ConfigPath() { return SsHome() + "/config.yaml"; }
+std::string ProjectsDir() { return SsHome() + "/projects"; }
+std::string StateDir() { return SsHome() + "/.ss"; }
+
+std::string CacheDir() {
+  std::string dir = Env("SS_CACHE");
+  if (!dir.empty()) return StripTrailingSlash(Absolute(dir));
+  std::string xdg = Env("XDG_CACHE_HOME");
+  if (!xdg.empty()) return StripTrailingSlash(xdg) + "/ss";
+  return HomeDir() + "/.cache/ss";
+}
+
+std::string RuntimeDir() {
+  std::string xdg = Env("XDG_RUNTIME_DIR");
+  std::string dir = !xdg.empty() ? StripTrailingSlash(xdg) + "/ss" : Cat("/tmp/ss-", ::getuid());
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw Error(kExitIoErr, Cat("cannot create '", dir, "': ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+      (st.st_mode & 077) != 0) {
+    throw Error(kExitNoPerm, Cat("unsafe runtime directory '", dir, "'"),
+                {"it must be a directory owned by you with mode 0700"},
+                {Cat("remove it and run the command again: rm -r ", dir)});
+  }
+  return dir;
+}
+
+std::string ExecutableDir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return Dirname(buf);
+}
+
+std::string DisplayPath(const std::string& path) {
+  std::string home = Env("HOME");
+  home = StripTrailingSlash(home);
+  if (!home.empty() && home != "/" && path.rfind(home + "/", 0) == 0) {
+    return "~" + path.substr(home.size());
+  }
+  if (!home.empty() && path == home) return "~";
+  return path;
+}
+
+}  // namespace ss

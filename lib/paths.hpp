@@ -1,0 +1,27 @@
+// Where ss keeps things.
+//
+//   $SS_HOME (default ~/super-sandbox)   the user's: config.yaml, projects/
+//   $SS_HOME/.ss/                         ss's own state: keys, known_hosts, sandboxes/<name>/
+//   $SS_CACHE (default $XDG_CACHE_HOME/ss or ~/.cache/ss)   built images, reusable, deletable
+//   $XDG_RUNTIME_DIR/ss or /tmp/ss-<uid>  sockets and pid files (0700), short paths for sun_path
+#pragma once
+
+#include <string>
+
+namespace ss {
+
+std::string HomeDir();
+std::string SsHome();
+std::string ConfigPath();
+std::string ProjectsDir();
+std::string StateDir();
+std::string CacheDir();
+std::string RuntimeDir();  // created 0700 on first use
+
+// The directory holding the running executable (resolved through /proc/self/exe).
+std::string ExecutableDir();
+
+// "~/super-sandbox/projects/x" when the path is under $HOME, else the path itself.
+std::string DisplayPath(const std::string& path);
+
+}  // namespace ss

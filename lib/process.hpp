@@ -1,0 +1,61 @@
+// Running other programs: always an argv vector, never a shell command line.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ss {
+
+struct ProcessOptions {
+  // Bytes written to the child's stdin (then closed). Without it stdin is /dev/null, unless
+  // inherit_stdin is set.
+  std::optional<std::string> input;
+  bool inherit_stdin = false;
+  // Captured into the result, or else inherited from us.
+  bool capture_stdout = true;
+  bool capture_stderr = true;
+  // Environment changes on top of ours.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> unset_env;
+  std::string cwd;
+  // Sent SIGTERM at the deadline and SIGKILL 2 s later.
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+struct ProcessResult {
+  int status = 0;  // exit status, or 128 + signal number
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  bool ok() const { return status == 0 && !timed_out; }
+};
+
+// Runs argv[0] (looked up on PATH when it has no slash) and waits for it. Throws ss::Error
+// (exit 69) when the program cannot be started at all.
+ProcessResult Run(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// Like Run, but a non-zero status throws ss::Error(code) naming `what` and the last lines of
+// the child's stderr. Returns stdout.
+std::string RunChecked(const std::vector<std::string>& argv, std::string_view what,
+                       const ProcessOptions& options = {}, int code = 70);
+
+// Starts argv without waiting; stdin from /dev/null, stdout and stderr appended to log_path
+// (or /dev/null when empty). The caller owns the child and must wait for it.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path = {},
+            const ProcessOptions& options = {});
+
+// Waits for pid; returns the exit status (or 128 + signal).
+int WaitPid(pid_t pid);
+
+// Replaces this process with argv (path must contain a slash); only returns by throwing.
+[[noreturn]] void ExecPath(const std::string& path, const std::vector<std::string>& argv);
+
+// The first executable named `name` on PATH.
+std::optional<std::string> FindInPath(std::string_view name);
+
+}  // namespace ss

@@ -1,0 +1,20 @@
+// Quoting for the few places where a remote POSIX shell cannot be avoided (an SSH exec request
+// is one string that the sandbox user's shell parses). Every word goes through ShellQuote();
+// nothing else in ss builds shell text.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ss {
+
+// Returns a word that a POSIX shell reads back as exactly `s`, byte for byte. Words made only
+// of [A-Za-z0-9_@%+=:,./-] are returned as they are; anything else is single-quoted, with each
+// ' written as '\''. NUL cannot appear in a shell word (or any argv), so it throws ss::Error.
+std::string ShellQuote(std::string_view s);
+
+// Quotes each word and joins them with spaces: a command line the shell splits back into argv.
+std::string ShellJoin(const std::vector<std::string>& argv);
+
+}  // namespace ss

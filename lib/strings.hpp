@@ -1,0 +1,26 @@
+// Small string helpers used across the library.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ss {
+
+template <typename... Args>
+std::string Cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+std::vector<std::string> Split(std::string_view s, char sep);
+std::vector<std::string> SplitLines(std::string_view s);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+std::string_view Trim(std::string_view s);
+std::string ToLower(std::string_view s);
+// "'x'" quoting used in messages (not for shells: see shell_quote.hpp).
+std::string Quoted(std::string_view s);
+
+}  // namespace ss

@@ -1,0 +1,23 @@
+// The skeleton every ss binary shares:
+//
+//   int main(int argc, char** argv) {
+//     return ss::RunTool("ss-vm", argc, argv, [](const ss::Args& args) { ... return 0; });
+//   }
+//
+// RunTool sets the message prefix, catches every exception once and turns it into the one
+// message shape and an exit status. Nothing else in ss calls exit().
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ss {
+
+using Args = std::vector<std::string>;  // argv without argv[0]
+
+int RunTool(std::string_view name, int argc, char** argv,
+            const std::function<int(const Args&)>& body);
+
+}  // namespace ss

@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# Linux has another ss: iproute2's socket statistics tool. Whatever is not ours reaches it
+# unchanged, and ours keeps working.
+
+load helpers
+
+setup() {
+  ss_setup
+  [ -x /usr/bin/ss ] || [ -x /bin/ss ] || skip "iproute2 is not installed"
+}
+
+@test "ss -tlnp prints iproute2's socket table" {
+  run ss -tlnp
+  assert_success
+  assert_line --index 0 --regexp '^State +Recv-Q +Send-Q +Local Address:Port +Peer Address:Port *Process'
+}
+
+@test "ss -s prints iproute2's summary" {
+  run ss -s
+  assert_success
+  assert_line --index 0 --regexp '^Total: [0-9]+'
+}
+
+@test "ss state established reaches iproute2" {
+  run --separate-stderr ss state established
+  assert_success
+  assert_line --index 0 --regexp '^Netid +Recv-Q +Send-Q'
+}
+
+@test "argv reaches the next ss on PATH unchanged" {
+  stub ss 'printf "%s|" "$0" "$@"'
+  PATH="$SS_BUILD_DIR/bin:$STUBS:/usr/bin:/bin" run ss -tan 'dst 1.2.3.4' '' state
+  assert_success
+  assert_output "$STUBS/ss|-tan|dst 1.2.3.4||state|"
+  PATH="$SS_BUILD_DIR/bin:$STUBS:/usr/bin:/bin" run ss --tcp --listening
+  assert_output "$STUBS/ss|--tcp|--listening|"
+  PATH="$SS_BUILD_DIR/bin:$STUBS:/usr/bin:/bin" run ss -h
+  assert_output "$STUBS/ss|-h|"
+  PATH="$SS_BUILD_DIR/bin:$STUBS:/usr/bin:/bin" run ss dport = :22
+  assert_output "$STUBS/ss|dport|=|:22|"
+}
+
+@test "bare ss without a terminal is iproute2's socket list" {
+  stub ss 'echo "iproute2 $#"'
+  PATH="$SS_BUILD_DIR/bin:$STUBS:/usr/bin:/bin" run ss </dev/null
+  assert_success
+  assert_output "iproute2 0"
+}
+
+@test "the ss before ours on PATH is used when none comes after" {
+  stub ss 'echo "other $*"'
+  PATH="$STUBS:$SS_BUILD_DIR/bin" run "$SS_BUILD_DIR/bin/ss" -s
+  assert_output "other -s"
+}
+
+@test "a project named like an iproute2 filter word is ours" {
+  mkdir -p "$SS_HOME/projects/state"
+  stub ss-attach 'echo "attach $*"'
+  export SS_EXEC_PATH="$STUBS"
+  run ss state
+  assert_output "attach state"
+}
+
+@test "two copies of this dispatcher never hand a call to each other forever" {
+  run --separate-stderr env SS_PASSTHROUGH=1 ss -tlnp
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: '-tlnp' is not an ss option, and no other 'ss' was found"
+}
+
+@test "our own options still work: --help, --version" {
+  run ss --version
+  assert_output --regexp '^ss [0-9]'
+  run ss --help
+  assert_line --index 0 --regexp '^usage: ss'
+}

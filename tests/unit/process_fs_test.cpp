@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "error.hpp"
+#include "fs.hpp"
+#include "process.hpp"
+
+namespace ss {
+namespace {
+
+TEST(Process, CapturesOutputAndStatus) {
+  ProcessResult r = ss::Run({"/bin/sh", "-c", "printf out; printf err >&2; exit 3"});
+  EXPECT_EQ(r.out, "out");
+  EXPECT_EQ(r.err, "err");
+  EXPECT_EQ(r.status, 3);
+}
+
+TEST(Process, ArgvIsNeverReSplit) {
+  ProcessResult r = ss::Run({"printf", "%s|", "a b", "$HOME", "*", ""});
+  EXPECT_EQ(r.out, "a b|$HOME|*||");
+}
+
+TEST(Process, FeedsLargeInput) {
+  std::string big(5 * 1024 * 1024, 'x');
+  ProcessOptions o;
+  o.input = big;
+  ProcessResult r = ss::Run({"cat"}, o);
+  EXPECT_EQ(r.out.size(), big.size());
+}
+
+TEST(Process, EnvAndCwd) {
+  ProcessOptions o;
+  o.env = {{"SS_TEST_X", "y z"}};
+  o.cwd = "/";
+  ProcessResult r = ss::Run({"/bin/sh", "-c", "printf '%s %s' \"$SS_TEST_X\" \"$PWD\""}, o);
+  EXPECT_EQ(r.out, "y z /");
+}
+
+TEST(Process, Timeout) {
+  ProcessOptions o;
+  o.timeout = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  ProcessResult r = ss::Run({"sleep", "10"}, o);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Process, MissingProgramIsUnavailable) {
+  try {
+    ss::Run({"ss-no-such-program-xyz"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitUnavailable);
+  }
+}
+
+TEST(Process, RunCheckedNamesTheFailure) {
+  try {
+    RunChecked({"/bin/sh", "-c", "echo boom >&2; exit 2"}, "cannot do it");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot do it: /bin/sh exited with status 2");
+    EXPECT_EQ(e.details(), std::vector<std::string>{"  boom"});
+  }
+}
+
+TEST(Fs, AtomicWriteReplacesWholeFiles) {
+  TempDir dir;
+  std::string path = dir.path() + "/f";
+  AtomicWrite(path, "one", 0600);
+  AtomicWrite(path, "two", 0600);
+  EXPECT_EQ(ReadFile(path), "two");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(Fs, RemoveTreeNeverFollowsSymlinks) {
+  TempDir outside, dir;
+  AtomicWrite(outside.path() + "/keep", "x");
+  MakeDirs(dir.path() + "/a/b");
+  ASSERT_EQ(::symlink(outside.path().c_str(), (dir.path() + "/a/link").c_str()), 0);
+  RemoveTree(dir.path() + "/a");
+  EXPECT_FALSE(PathExists(dir.path() + "/a"));
+  EXPECT_EQ(ReadFile(outside.path() + "/keep"), "x");
+}
+
+TEST(Fs, LocksExclude) {
+  TempDir dir;
+  std::string lock_path = dir.path() + "/lock";
+  FileLock held(lock_path);
+  EXPECT_FALSE(FileLock::TryLock(lock_path).has_value());
+  EXPECT_THROW(FileLock(lock_path, FileLock::kExclusive, std::chrono::milliseconds(50), "x"),
+               Error);
+}
+
+}  // namespace
+}  // namespace ss

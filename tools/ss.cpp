@@ -1,0 +1,327 @@
+// ss: the dispatcher. `ss VERB ARGS...` execs the binary that owns VERB (git-style); a first
+// argument that is not a verb is a project name and goes to ss-attach; an invocation that is not
+// ours at all (iproute2's `ss -tlnp`, `ss state established`) is exec'd, argv untouched, to the
+// next `ss` on PATH. It exec()s, so the terminal, signals and exit status belong to the target.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "dispatch.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "shell_quote.hpp"
+#include "strings.hpp"
+#include "suggest.hpp"
+#include "tool.hpp"
+#include "version.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kUsage = R"(usage: ss [PROJECT [-t] [-- CMD...]] | ss COMMAND [ARGS...]
+
+Run an AI coding agent with full autonomy inside a sandbox, with your projects on the host.
+
+  ss                      choose a project from a menu (on a terminal)
+  ss PROJECT              open the agent in PROJECT's sandbox
+  ss PROJECT -t           open a shell in PROJECT instead
+
+Projects
+  new NAME                create a project (--github, --from PATH)
+  list                    list projects (--json)
+  delete NAME             delete a project (asks first; --yes)
+
+Sandbox
+  status                  show the sandbox (--json)
+  start | stop | reset    start, stop, or reset the sandbox to a fresh state
+  vm ...                  image build, setup and other sandbox commands
+
+Other
+  config [get|set ...]    show or change settings (config.yaml)
+  commands                list every command, plugins included
+  help COMMAND            open the manual page of a command
+
+Options
+  --help                  show this help
+  --version               show version, commit and build date
+
+iproute2's socket tool shares the name: an invocation that is not ours (such as
+'ss -tlnp') runs it unchanged.
+)";
+
+// iproute2 ss(8) FILTER words that may start its command line ("ss state established").
+const std::set<std::string> kIproute2Words = {
+    "state",  "exclude", "excl",      "dst", "src", "dport", "sport", "dev",
+    "fwmark", "cgroup",  "autobound", "not", "and", "or",    "(",     "!"};
+
+const std::regex kProjectName("^[a-z][a-z0-9-]{1,49}$");
+
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Where our binaries are: $SS_EXEC_PATH, then the install's libexec directory.
+std::vector<std::string> ExecDirs() {
+  std::vector<std::string> dirs;
+  if (const char* p = std::getenv("SS_EXEC_PATH"); p && *p) dirs.emplace_back(p);
+  dirs.push_back(ExecutableDir() + "/../libexec/ss");
+  return dirs;
+}
+
+std::optional<std::string> FindTool(const std::string& binary) {
+  for (const auto& dir : ExecDirs()) {
+    std::string candidate = Cat(dir, "/", binary);
+    if (IsExecutableFile(candidate)) return candidate;
+  }
+  return FindInPath(binary);
+}
+
+[[noreturn]] void ExecTool(const std::string& path, const std::vector<std::string>& argv) {
+  if (const char* t = std::getenv("SS_TRACE"); t && *t && std::string_view(t) != "0") {
+    std::vector<std::string> shown = argv;
+    shown[0] = path;
+    Note(Cat("ss: exec: ", ShellJoin(shown)));
+  }
+  ExecPath(path, argv);
+}
+
+// The `ss` that is not us: the next one on PATH after ours, else the usual iproute2 places.
+std::optional<std::string> FindOtherSs() {
+  std::string self = RealPath("/proc/self/exe");
+  std::vector<std::string> candidates;
+  const char* path = std::getenv("PATH");
+  bool seen_self = false;
+  std::optional<std::string> before_self;
+  for (const auto& dir : Split(path ? path : "", ':')) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/ss";
+    if (!IsExecutableFile(candidate)) continue;
+    std::string real = RealPath(candidate);
+    if (real == self) {
+      seen_self = true;
+      continue;
+    }
+    if (seen_self) return candidate;
+    if (!before_self) before_self = candidate;
+  }
+  if (before_self) return before_self;
+  for (const char* fallback : {"/usr/bin/ss", "/bin/ss", "/usr/sbin/ss", "/sbin/ss"}) {
+    if (IsExecutableFile(fallback) && RealPath(fallback) != self) return std::string(fallback);
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void PassToIproute2(char** argv, const std::string& why) {
+  // Guard against two copies of this dispatcher handing the call to each other forever.
+  if (std::getenv("SS_PASSTHROUGH")) {
+    throw Error(kExitUsage, Cat(why, ", and no other 'ss' was found"));
+  }
+  auto other = FindOtherSs();
+  if (!other) {
+    throw Error(kExitUsage, Cat(why, ", and iproute2's ss was not found"), {},
+                {"see 'ss --help' for ss commands"});
+  }
+  ::setenv("SS_PASSTHROUGH", "1", 1);
+  std::vector<std::string> args;
+  for (char** a = argv; *a; ++a) args.emplace_back(*a);
+  if (const char* t = std::getenv("SS_TRACE"); t && *t && std::string_view(t) != "0") {
+    std::vector<std::string> shown = args;
+    shown[0] = *other;
+    Note(Cat("ss: exec: ", ShellJoin(shown)));
+  }
+  ExecPath(*other, args);
+}
+
+bool ProjectExists(const std::string& name) {
+  try {
+    return std::regex_match(name, kProjectName) && IsDirectory(Cat(ProjectsDir(), "/", name));
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Every ss-* executable in our directories and on PATH, by verb.
+std::map<std::string, std::string> Plugins() {
+  std::map<std::string, std::string> found;
+  std::vector<std::string> dirs = ExecDirs();
+  if (const char* path = std::getenv("PATH")) {
+    for (const auto& d : Split(path, ':')) {
+      if (!d.empty()) dirs.push_back(d);
+    }
+  }
+  for (const auto& dir : dirs) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind("ss-", 0) != 0 || name.size() <= 3) continue;
+      std::string full = Cat(dir, "/", name);
+      if (IsExecutableFile(full) && !found.count(name.substr(3))) found[name.substr(3)] = full;
+    }
+    ::closedir(d);
+  }
+  return found;
+}
+
+int ListCommands() {
+  auto plugins = Plugins();
+  std::set<std::string> binaries_in_table;
+  for (const auto& verb : Verbs()) {
+    binaries_in_table.insert(verb.binary);
+    if (!FindTool(verb.binary)) continue;
+    std::cout << verb.name << "\t" << verb.summary << "\n";
+  }
+  for (const auto& [verb, path] : plugins) {
+    if (binaries_in_table.count("ss-" + verb)) continue;
+    std::cout << verb << "\tplugin: " << path << "\n";
+  }
+  return 0;
+}
+
+int OpenManual(const std::vector<std::string>& args) {
+  std::string page = "ss";
+  std::string section = "1";
+  if (args.size() > 1) {
+    const Verb* verb = FindVerb(args[1]);
+    if (!verb) {
+      std::vector<std::string> hints;
+      if (auto guess = Suggest(args[1], VerbNames()))
+        hints.push_back(Cat("did you mean '", *guess, "'?"));
+      throw Error(kExitUsage, Cat("no manual page for '", args[1], "': it is not an ss command"),
+                  {}, hints);
+    }
+    page = verb->manual;
+    section = verb->manual_section;
+  }
+  auto man = FindInPath("man");
+  if (!man) throw Error(kExitUnavailable, "'man' is not installed", {}, {"install man-db"});
+  // Prefer the page shipped beside this binary (a build tree or a prefix outside MANPATH).
+  std::string local = Cat(ExecutableDir(), "/../share/man/man", section, "/", page, ".", section);
+  std::vector<std::string> argv = IsExecutableFile(local) || PathExists(local)
+                                      ? std::vector<std::string>{"man", "-l", local}
+                                      : std::vector<std::string>{"man", section, page};
+  ExecTool(*man, argv);
+}
+
+// `ss --complete WORD...`: candidates for the last WORD (the one being completed). The first
+// word is a verb or a project; later words belong to the verb's binary, asked the same way.
+int Complete(const std::vector<std::string>& words) {
+  if (words.size() <= 1) {
+    for (const auto& verb : Verbs()) {
+      if (FindTool(verb.binary)) std::cout << verb.name << "\n";
+    }
+    for (const auto& [verb, path] : Plugins()) {
+      if (!FindVerb(verb)) std::cout << verb << "\n";
+    }
+    DIR* d = ::opendir(ProjectsDir().c_str());
+    if (d) {
+      while (dirent* e = ::readdir(d)) {
+        if (std::regex_match(e->d_name, kProjectName)) std::cout << e->d_name << "\n";
+      }
+      ::closedir(d);
+    }
+    return 0;
+  }
+  const Verb* verb = FindVerb(words[0]);
+  std::string binary = verb ? verb->binary : "ss-attach";
+  auto path = FindTool(binary);
+  if (!path) return 0;
+  std::vector<std::string> target{binary, "--complete"};
+  if (verb) target.insert(target.end(), verb->prefix.begin(), verb->prefix.end());
+  target.insert(target.end(), verb ? words.begin() + 1 : words.begin(), words.end());
+  ExecTool(*path, target);
+}
+
+int Dispatch(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    if (StdinIsTty() && StdoutIsTty()) {
+      auto attach = FindTool("ss-attach");
+      if (attach) ExecTool(*attach, {"ss-attach"});
+    }
+    // Not a terminal: a script running bare `ss` means iproute2's socket list.
+    if (FindOtherSs() && !std::getenv("SS_PASSTHROUGH")) PassToIproute2(argv, "no command given");
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string& first = args[0];
+  if (first == "--help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (first == "--version") {
+    std::cout << VersionLine("ss") << "\n";
+    return 0;
+  }
+  if (first == "help") return OpenManual(args);
+  if (first == "commands") return ListCommands();
+  if (first == "--complete") return Complete({args.begin() + 1, args.end()});
+  if (first.size() > 1 && first[0] == '-') {
+    PassToIproute2(argv, Cat("'", first, "' is not an ss option"));
+  }
+
+  if (const Verb* verb = FindVerb(first)) {
+    auto path = FindTool(verb->binary);
+    if (!path) {
+      throw Error(kExitUnavailable,
+                  Cat("'", first, "' is provided by ", verb->binary, ", which is not installed"),
+                  {}, {"reinstall ss: ./install.sh"});
+    }
+    std::vector<std::string> target{verb->binary};
+    target.insert(target.end(), verb->prefix.begin(), verb->prefix.end());
+    target.insert(target.end(), args.begin() + 1, args.end());
+    ExecTool(*path, target);
+  }
+
+  bool is_project = ProjectExists(first);
+  if (!is_project) {
+    if (auto plugin = FindTool("ss-" + first); plugin && first.find('/') == std::string::npos) {
+      std::vector<std::string> target{"ss-" + first};
+      target.insert(target.end(), args.begin() + 1, args.end());
+      ExecTool(*plugin, target);
+    }
+    if (kIproute2Words.count(first))
+      PassToIproute2(argv, Cat("'", first, "' is not an ss command"));
+    auto guess = Suggest(first, VerbNames());
+    if (guess || !std::regex_match(first, kProjectName)) {
+      std::vector<std::string> details;
+      if (guess) details.push_back(Cat("Did you mean '", *guess, "'?"));
+      Error e(kExitUsage, Cat("'", first, "' is not an ss command. See 'ss --help'."), details);
+      std::cerr << "ss: " << e.what() << "\n";
+      for (const auto& d : e.details()) std::cerr << d << "\n";
+      return kExitUsage;
+    }
+  }
+  // A project name: open it.
+  auto attach = FindTool("ss-attach");
+  if (!attach) {
+    throw Error(kExitUnavailable, "opening a project needs ss-attach, which is not installed", {},
+                {"reinstall ss: ./install.sh"});
+  }
+  std::vector<std::string> target{"ss-attach"};
+  target.insert(target.end(), args.begin(), args.end());
+  ExecTool(*attach, target);
+}
+
+}  // namespace
+}  // namespace ss
+
+int main(int argc, char** argv) {
+  return ss::RunTool("ss", argc, argv, [&](const ss::Args&) { return ss::Dispatch(argc, argv); });
+}
