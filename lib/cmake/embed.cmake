@@ -1,6 +1,7 @@
 # Generates a C++ source that holds files of the source tree as byte arrays, so every binary
 # carries its templates (project scaffold, cloud-init, shell config) and nothing is looked up at
-# run time. Usage: cmake -DOUT=x.cpp -DROOT=<source dir> -DFILES="a;b" -P embed.cmake
+# run time. Usage: cmake -DOUT=x.cpp -DROOT=<source dir> -DFILES="a|b" -P embed.cmake
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
 set(table "")
 set(i 0)
