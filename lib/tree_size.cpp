@@ -117,7 +117,7 @@ class Walker {
         if (::fstatat(task.parent_fd, task.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
           AddFile(tree, st);
         }
-      } else if (is_root && err != ENOENT) {
+      } else if (is_root) {
         tree.unreadable = true;
       }
       return;
