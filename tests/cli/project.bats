@@ -643,7 +643,7 @@ hint: see 'ss delete --help'"
   STOP="$T/stop"
   mkdir -p "$T"
   (
-    while [ ! -e "$T/stop" ]; do
+    while [ -d "$T" ] && [ ! -e "$T/stop" ]; do
       ss list > "$T/list.out" 2> "$T/list.err" || echo "ss list exited $?" >> "$T/loop-errors"
       if [ -s "$T/list.err" ]; then cat "$T/list.err" >> "$T/loop-errors"; fi
       ss list --json 2>> "$T/loop-errors" | jq -e '.kind == "ProjectList"' > /dev/null \
@@ -654,7 +654,7 @@ hint: see 'ss delete --help'"
   list_loop=$!
   (
     i=0
-    while [ ! -e "$T/stop" ]; do
+    while [ -d "$T" ] && [ ! -e "$T/stop" ]; do
       i=$((i + 1))
       ss new "churn-$i" > /dev/null 2>> "$T/loop-errors" || echo "new churn-$i failed" >> "$T/loop-errors"
       ss delete "churn-$i" --yes > /dev/null 2>> "$T/loop-errors" || echo "delete churn-$i failed" >> "$T/loop-errors"
