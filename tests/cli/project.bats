@@ -758,6 +758,34 @@ Or choose a different name:
   [ "$status" -eq 0 ] || [ "$status" -eq 73 ]
 }
 
+@test "kill -9 during ss delete leaves the whole project or nothing listed" {
+  kept=0
+  for i in $(seq 1 8); do
+    ss new "big-$i" > /dev/null
+    mkdir -p "$P/big-$i/many"
+    for f in $(seq 1 3000); do : > "$P/big-$i/many/f$f"; done
+    "$SSP" delete "big-$i" --yes > /dev/null 2>&1 3>&- &
+    pid=$!
+    sleep "$(printf '0.%03d' $(( RANDOM % 40 )))"
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    run --separate-stderr ss list --json
+    assert_success
+    assert_equal "$stderr" ""
+    if echo "$output" | jq -e --arg n "big-$i" 'any(.items[]; .name == $n)' > /dev/null; then
+      # Still listed: still whole.
+      kept=$((kept + 1))
+      assert_equal "$(ls "$P/big-$i/many" | wc -l)" 3000
+      assert_equal "$(git -C "$P/big-$i" log --format=%s)" "Initial commit from Super-Sandbox"
+    else
+      assert_file_not_exists "$P/big-$i"
+    fi
+  done
+  echo "# $kept of 8 projects were still whole when their delete was killed" >&3
+  # What the killed runs left hidden was collected by those list runs.
+  assert_equal "$(ls -A "$P" | grep -c '^\.del-')" 0
+}
+
 # --- help, man page, completion ----------------------------------------------------------------
 
 @test "--help: usage on stdout, exit 0, from every form" {
