@@ -350,7 +350,8 @@ void Walk(const YAML::Node& node, const std::string& prefix, const std::string& 
           const std::string& text, std::map<std::string, Json>& out) {
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& key_node = it->first;
+    // A copy: the iterator's -> returns a temporary, so a reference would dangle.
+    const YAML::Node key_node = it->first;
     if (!key_node.IsScalar()) FileError(file, key_node.Mark(), "keys must be plain names");
     std::string name = key_node.Scalar();
     std::string path = prefix.empty() ? name : Cat(prefix, ".", name);

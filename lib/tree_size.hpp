@@ -16,7 +16,7 @@ struct TreeRoot {
 
 // Sizes of each tree, in order, in bytes. Several threads share the work, down to single
 // directories, so one big tree is as parallel as many small ones. An entry that disappears
-// during the walk counts as 0; a tree that cannot be read at all is -1.
+// during the walk counts as 0; a tree that is missing or cannot be read at all is -1.
 std::vector<int64_t> TreeSizes(const std::vector<TreeRoot>& roots, unsigned threads = 0);
 
 // One tree, by path (its last component is not followed when it is a symbolic link).

@@ -1,0 +1,1060 @@
+#include "project.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "fs.hpp"
+#include "json_out.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "resources.hpp"
+#include "strings.hpp"
+#include "tree_size.hpp"
+
+namespace ss {
+namespace {
+
+constexpr size_t kMinNameLength = 2;
+constexpr size_t kMaxNameLength = 50;
+constexpr const char* kNewPrefix = ".new-";
+constexpr const char* kDelPrefix = ".del-";
+constexpr const char* kCommitMessage = "Initial commit from Super-Sandbox";
+constexpr const char* kFallbackName = "Super-Sandbox";
+constexpr const char* kFallbackEmail = "noreply@supersandbox.dev";
+constexpr size_t kMaxMetadataBytes = 64 * 1024;
+constexpr auto kLockWait = std::chrono::seconds(10);
+
+// ---------------------------------------------------------------------------------------------
+// File descriptors and errors
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Close();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Close(); }
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+  int Release() { return std::exchange(fd_, -1); }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+[[noreturn]] void SysError(std::string_view what, const std::string& path, int err) {
+  throw Error(err == ENOENT                   ? kExitNoInput
+              : err == EACCES || err == EPERM ? kExitNoPerm
+                                              : kExitIoErr,
+              Cat("cannot ", what, " '", DisplayPath(path), "': ", std::strerror(err)));
+}
+
+// A folder entry, opened without following a symbolic link.
+int OpenDirAt(int dir_fd, const std::string& name) {
+  return ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+std::string RandomSuffix() {
+  static thread_local std::mt19937_64 rng([] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
+  }());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// The names in a folder (without "." and ".."), with their d_type.
+std::vector<std::pair<std::string, unsigned char>> ReadDirAt(int fd) {
+  std::vector<std::pair<std::string, unsigned char>> out;
+  int list_fd = ::dup(fd);
+  if (list_fd < 0) return out;
+  ::fcntl(list_fd, F_SETFD, FD_CLOEXEC);
+  DIR* d = ::fdopendir(list_fd);
+  if (d == nullptr) {
+    ::close(list_fd);
+    return out;
+  }
+  ::rewinddir(d);
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n == "." || n == "..") continue;
+    out.emplace_back(n, e->d_type);
+  }
+  ::closedir(d);
+  return out;
+}
+
+void RemoveDirAt(int parent_fd, const std::string& name, const std::string& shown);
+
+// Removes `name` in `parent_fd`, whatever it is, never following a symbolic link. Tolerates
+// entries that disappear meanwhile (two cleaners, or a killed creator's orphaned git).
+void RemoveEntryAt(int parent_fd, const std::string& name, unsigned char type,
+                   const std::string& shown) {
+  if (type == DT_DIR) {
+    RemoveDirAt(parent_fd, name, shown);
+    return;
+  }
+  if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
+  if (errno == EISDIR || errno == EPERM) {
+    RemoveDirAt(parent_fd, name, shown);
+    return;
+  }
+  SysError("remove", Cat(shown, "/", name), errno);
+}
+
+void RemoveDirAt(int parent_fd, const std::string& name, const std::string& shown) {
+  std::string path = Cat(shown, "/", name);
+  for (int attempt = 0;; ++attempt) {
+    Fd fd(OpenDirAt(parent_fd, name));
+    if (!fd.ok()) {
+      if (errno == ENOENT) return;
+      if (errno == ENOTDIR || errno == ELOOP) {
+        if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
+      }
+      SysError("remove", path, errno);
+    }
+    for (const auto& [child, type] : ReadDirAt(fd.get())) {
+      RemoveEntryAt(fd.get(), child, type, path);
+    }
+    fd.Close();
+    if (::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return;
+    // Something wrote into it meanwhile: go round again.
+    if ((errno == ENOTEMPTY || errno == EEXIST) && attempt < 20) continue;
+    SysError("remove", path, errno);
+  }
+}
+
+// Waits for an flock on `fd` (a folder), up to kLockWait.
+void LockFd(int fd, const std::string& what) {
+  auto deadline = std::chrono::steady_clock::now() + kLockWait;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) SysError("lock", what, errno);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Error(kExitTempFail,
+                  Cat("project '", Basename(what), "' is busy: another ss command holds its lock"),
+                  {}, {"try again in a moment"});
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Renames without replacing: false when `to` exists.
+bool RenameNoReplace(int dir_fd, const std::string& from, const std::string& to) {
+#ifdef RENAME_NOREPLACE
+  if (::renameat2(dir_fd, from.c_str(), dir_fd, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno == EEXIST || errno == ENOTEMPTY) return false;
+  if (errno != EINVAL && errno != ENOSYS) SysError("rename", from, errno);
+#endif
+  // A file system without RENAME_NOREPLACE: check and rename under the folder's lock, which
+  // every creator on this path takes.
+  if (::flock(dir_fd, LOCK_EX) != 0) SysError("lock", from, errno);
+  struct stat st;
+  bool taken = ::fstatat(dir_fd, to.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  int rc = taken ? -1 : ::renameat(dir_fd, from.c_str(), dir_fd, to.c_str());
+  int err = errno;
+  ::flock(dir_fd, LOCK_UN);
+  if (taken) return false;
+  if (rc != 0) {
+    if (err == EEXIST || err == ENOTEMPTY) return false;
+    SysError("rename", from, err);
+  }
+  return true;
+}
+
+void WriteAllFd(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      SysError("write", path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// A new file in `dir_fd` (fails when it exists, never follows a link).
+void CreateFileAt(int dir_fd, const std::string& name, std::string_view data,
+                  const std::string& shown) {
+  std::string path = Cat(shown, "/", name);
+  Fd fd(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd.ok()) SysError("create", path, errno);
+  WriteAllFd(fd.get(), data, path);
+  if (::close(fd.Release()) != 0) SysError("write", path, errno);
+}
+
+// Reads a small regular file in `dir_fd` without following a link; nullopt when missing.
+std::optional<std::string> ReadSmallFileAt(int dir_fd, const char* name, std::string* problem) {
+  Fd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.ok()) {
+    if (errno == ENOENT) return std::nullopt;
+    *problem = errno == ELOOP ? Cat(name, " is a symbolic link")
+                              : Cat("cannot read ", name, ": ", std::strerror(errno));
+    return std::string();
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    *problem = Cat(name, " is not a file");
+    return std::string();
+  }
+  if (static_cast<size_t>(st.st_size) > kMaxMetadataBytes) {
+    *problem = Cat(name, " is larger than ", kMaxMetadataBytes / 1024, " KB");
+    return std::string();
+  }
+  std::string out;
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *problem = Cat("cannot read ", name, ": ", std::strerror(errno));
+      return std::string();
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxMetadataBytes) {
+      *problem = Cat(name, " is larger than ", kMaxMetadataBytes / 1024, " KB");
+      return std::string();
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata on disk
+
+struct MetadataRead {
+  MetadataState state = MetadataState::kOk;
+  std::optional<ProjectMetadata> metadata;
+  std::string problem;
+  std::string text;  // what was read (for salvaging fields of a corrupt file)
+};
+
+MetadataRead ReadMetadataAt(int project_fd) {
+  MetadataRead r;
+  Fd ss(OpenDirAt(project_fd, ".ss"));
+  if (!ss.ok()) {
+    if (errno == ENOENT) {
+      r.state = MetadataState::kMissing;
+      r.problem = ".ss/metadata.json is missing";
+    } else {
+      r.state = MetadataState::kCorrupt;
+      r.problem = errno == ENOTDIR || errno == ELOOP
+                      ? ".ss is not a folder"
+                      : Cat("cannot open .ss: ", std::strerror(errno));
+    }
+    return r;
+  }
+  std::string problem;
+  auto text = ReadSmallFileAt(ss.get(), "metadata.json", &problem);
+  if (!text) {
+    r.state = MetadataState::kMissing;
+    r.problem = ".ss/metadata.json is missing";
+    return r;
+  }
+  if (!problem.empty()) {
+    r.state = MetadataState::kCorrupt;
+    r.problem = Cat(".ss/", problem);
+    return r;
+  }
+  r.text = *text;
+  r.metadata = ParseMetadata(*text, &problem);
+  if (!r.metadata) {
+    r.state = MetadataState::kCorrupt;
+    r.problem = Cat(".ss/metadata.json is corrupt: ", problem);
+  }
+  return r;
+}
+
+// Writes .ss/metadata.json in the project folder atomically. A .ss or metadata.json that is not
+// what it should be (a link, a file, a folder) is replaced.
+void WriteMetadataAt(int project_fd, const std::string& project_path,
+                     const ProjectMetadata& metadata) {
+  std::string ss_path = project_path + "/.ss";
+  Fd ss(OpenDirAt(project_fd, ".ss"));
+  if (!ss.ok()) {
+    if (errno == ENOTDIR || errno == ELOOP) {
+      if (::unlinkat(project_fd, ".ss", 0) != 0 && errno != ENOENT) {
+        SysError("remove", ss_path, errno);
+      }
+    } else if (errno != ENOENT) {
+      SysError("open", ss_path, errno);
+    }
+    if (::mkdirat(project_fd, ".ss", 0777) != 0 && errno != EEXIST) {
+      SysError("create", ss_path, errno);
+    }
+    ss = Fd(OpenDirAt(project_fd, ".ss"));
+    if (!ss.ok()) SysError("open", ss_path, errno);
+  }
+  std::string tmp = Cat(".metadata.json.", RandomSuffix());
+  std::string tmp_path = Cat(ss_path, "/", tmp);
+  {
+    Fd fd(::openat(ss.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0644));
+    if (!fd.ok()) SysError("create", tmp_path, errno);
+    try {
+      WriteAllFd(fd.get(), FormatMetadata(metadata), tmp_path);
+      if (::fsync(fd.get()) != 0) SysError("sync", tmp_path, errno);
+    } catch (...) {
+      ::unlinkat(ss.get(), tmp.c_str(), 0);
+      throw;
+    }
+  }
+  if (::renameat(ss.get(), tmp.c_str(), ss.get(), "metadata.json") != 0) {
+    int err = errno;
+    if (err == EISDIR || err == ENOTEMPTY || err == EEXIST) {
+      RemoveDirAt(ss.get(), "metadata.json", ss_path);
+      if (::renameat(ss.get(), tmp.c_str(), ss.get(), "metadata.json") == 0) {
+        ::fsync(ss.get());
+        return;
+      }
+      err = errno;
+    }
+    ::unlinkat(ss.get(), tmp.c_str(), 0);
+    SysError("replace", ss_path + "/metadata.json", err);
+  }
+  ::fsync(ss.get());
+}
+
+// The GitHub repository of the project's "origin" remote, read from .git/config.
+std::string GitHubRepoOfCheckout(int project_fd) {
+  Fd git(OpenDirAt(project_fd, ".git"));
+  if (!git.ok()) return "";
+  std::string problem;
+  auto config = ReadSmallFileAt(git.get(), "config", &problem);
+  if (!config || !problem.empty()) return "";
+  bool in_origin = false;
+  for (const auto& raw : SplitLines(*config)) {
+    std::string_view line = Trim(raw);
+    if (!line.empty() && line.front() == '[') {
+      in_origin = line == "[remote \"origin\"]";
+      continue;
+    }
+    if (!in_origin) continue;
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos || Trim(line.substr(0, eq)) != "url") continue;
+    return GitHubRepoFromUrl(Trim(line.substr(eq + 1)));
+  }
+  return "";
+}
+
+// What a rebuild writes: the valid fields of a corrupt file, and for the rest, the folder's
+// times and its git remote.
+ProjectMetadata EstimateMetadata(int project_fd, const MetadataRead& read) {
+  ProjectMetadata m;
+  bool have_created = false, have_accessed = false, have_repo = false;
+  if (!read.text.empty()) {
+    Json doc = Json::parse(read.text, nullptr, false);
+    if (doc.is_object()) {
+      if (auto it = doc.find("created"); it != doc.end() && it->is_string()) {
+        if (auto t = ParseRfc3339(it->get<std::string>())) {
+          m.created = *t;
+          have_created = true;
+        }
+      }
+      if (auto it = doc.find("lastAccessed"); it != doc.end() && it->is_string()) {
+        if (auto t = ParseRfc3339(it->get<std::string>())) {
+          m.last_accessed = *t;
+          have_accessed = true;
+        }
+      }
+      if (auto it = doc.find("githubRepo"); it != doc.end() && it->is_string()) {
+        m.github_repo = it->get<std::string>();
+        have_repo = true;
+      }
+    }
+  }
+  struct stat st {};
+  ::fstat(project_fd, &st);
+  SystemTime mtime{std::chrono::seconds(st.st_mtime)};
+  SystemTime born = mtime;
+#if defined(STATX_BTIME)
+  struct statx sx {};
+  if (::statx(project_fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) == 0 &&
+      (sx.stx_mask & STATX_BTIME) != 0) {
+    born = std::min(born, SystemTime{std::chrono::seconds(sx.stx_btime.tv_sec)});
+  }
+#endif
+  if (!have_created) m.created = have_accessed ? std::min(born, m.last_accessed) : born;
+  if (!have_accessed) m.last_accessed = std::max(mtime, m.created);
+  if (!have_repo) m.github_repo = GitHubRepoOfCheckout(project_fd);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Git
+
+std::vector<std::string> GitEnvToUnset() {
+  return {"GIT_DIR",
+          "GIT_WORK_TREE",
+          "GIT_INDEX_FILE",
+          "GIT_COMMON_DIR",
+          "GIT_OBJECT_DIRECTORY",
+          "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+          "GIT_NAMESPACE",
+          "GIT_PREFIX"};
+}
+
+bool EnvSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+// git init on branch main, then one commit of everything, by the user's identity or, when
+// none is set, by Super-Sandbox.
+void InitGit(const std::string& dir, std::string_view project) {
+  if (!FindInPath("git")) {
+    throw Error(kExitUnavailable, "git is not installed", {},
+                {"install git (such as 'apt install git'), then run the command again"});
+  }
+  ProcessOptions options;
+  options.cwd = dir;
+  options.unset_env = GitEnvToUnset();
+  std::string what = Cat("cannot create project '", project, "'");
+  RunChecked({"git", "init", "--quiet", "--initial-branch=main"}, what, options, kExitCantCreate);
+
+  // The identity git would use, from the user's config or environment.
+  ProcessResult ident = Run({"git", "config", "--get-regexp", "^user\\.(name|email)$"}, options);
+  bool has_name = EnvSet("GIT_AUTHOR_NAME") && EnvSet("GIT_COMMITTER_NAME");
+  bool has_email = (EnvSet("GIT_AUTHOR_EMAIL") && EnvSet("GIT_COMMITTER_EMAIL")) || EnvSet("EMAIL");
+  for (const auto& line : SplitLines(ident.out)) {
+    auto space = line.find(' ');
+    if (space == std::string::npos || Trim(line.substr(space + 1)).empty()) continue;
+    std::string key = ToLower(line.substr(0, space));
+    if (key == "user.name") has_name = true;
+    if (key == "user.email") has_email = true;
+  }
+  ProcessOptions commit = options;
+  if (!has_name || !has_email) {
+    commit.env = {{"GIT_AUTHOR_NAME", kFallbackName},
+                  {"GIT_AUTHOR_EMAIL", kFallbackEmail},
+                  {"GIT_COMMITTER_NAME", kFallbackName},
+                  {"GIT_COMMITTER_EMAIL", kFallbackEmail}};
+  }
+  RunChecked({"git", "add", "--all"}, what, options, kExitCantCreate);
+  RunChecked({"git", "commit", "--quiet", "--no-verify", "--message", kCommitMessage}, what, commit,
+             kExitCantCreate);
+}
+
+// An imported git checkout: keep .ss/ out of `git status` through .git/info/exclude, which is
+// not part of the repository's history.
+void ExcludeMetadataFromGit(int project_fd) {
+  Fd git(OpenDirAt(project_fd, ".git"));
+  if (!git.ok()) return;
+  if (::mkdirat(git.get(), "info", 0777) != 0 && errno != EEXIST) return;
+  Fd info(OpenDirAt(git.get(), "info"));
+  if (!info.ok()) return;
+  std::string problem;
+  auto current = ReadSmallFileAt(info.get(), "exclude", &problem);
+  if (current && !problem.empty()) return;  // not a plain file: leave it
+  if (current) {
+    for (const auto& line : SplitLines(*current)) {
+      if (Trim(line) == ".ss/" || Trim(line) == ".ss" || Trim(line) == "/.ss/") return;
+    }
+  }
+  Fd fd(::openat(info.get(), "exclude", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                 0666));
+  if (!fd.ok()) return;
+  std::string add = current && !current->empty() && current->back() != '\n' ? "\n" : "";
+  add += "# Super-Sandbox metadata\n.ss/\n";
+  ssize_t n = ::write(fd.get(), add.data(), add.size());
+  static_cast<void>(n);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string RealPathOf(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+bool IsGarbageName(std::string_view name) {
+  return name.rfind(kNewPrefix, 0) == 0 || name.rfind(kDelPrefix, 0) == 0;
+}
+
+// An open project folder and the stat of it.
+struct OpenProject {
+  Fd fd;
+  struct stat st {};
+};
+
+enum class OpenResult { kOk, kMissing, kNotFolder, kLink };
+
+OpenResult OpenProjectAt(int base_fd, const std::string& name, OpenProject& out) {
+  out.fd = Fd(OpenDirAt(base_fd, name));
+  if (!out.fd.ok()) {
+    int err = errno;
+    if (err == ENOENT) return OpenResult::kMissing;
+    struct stat st;
+    if (::fstatat(base_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      return S_ISLNK(st.st_mode) ? OpenResult::kLink : OpenResult::kNotFolder;
+    }
+    if (errno == ENOENT) return OpenResult::kMissing;
+    SysError("open", name, err);
+  }
+  if (::fstat(out.fd.get(), &out.st) != 0) SysError("open", name, errno);
+  return OpenResult::kOk;
+}
+
+// The entry at base/name is still the folder we opened (nobody deleted or replaced it).
+bool StillThere(int base_fd, const std::string& name, const struct stat& opened) {
+  struct stat now;
+  return ::fstatat(base_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && SameFile(now, opened);
+}
+
+// An entry with a project's name that is not a folder: ss neither follows nor removes it.
+Error NotAProjectError(const std::string& name, const std::string& path, OpenResult r) {
+  return Error(kExitNoInput,
+               Cat("'", name, "' is not a project: ", DisplayPath(path), " is ",
+                   r == OpenResult::kLink ? "a symbolic link" : "not a folder"),
+               {}, {"ss does not follow or remove it; move it away yourself"});
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+std::optional<std::string> ProjectNameProblem(std::string_view name) {
+  // Shown in messages: control characters would play tricks on the terminal.
+  std::string printable(name);
+  for (char& c : printable) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  std::string shown = Quoted(printable);
+  if (name.empty()) return std::string("the name is empty");
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c >= 'A' && c <= 'Z') {
+      return Cat(shown, " has an uppercase letter '", name[i], "': use lowercase");
+    }
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) {
+      std::string ch = c == ' '   ? std::string("a space")
+                       : c == '/' ? std::string("'/'")
+                       : c < 0x20 || c >= 0x7f
+                           ? std::string("a character other than a-z, 0-9 and -")
+                           : Cat("'", name[i], "'");
+      return Cat(shown, " has ", ch, " at position ", i + 1);
+    }
+  }
+  if (name.front() < 'a' || name.front() > 'z') {
+    return Cat(shown, " starts with '", name.front(), "': start with a letter");
+  }
+  if (name.size() < kMinNameLength || name.size() > kMaxNameLength) {
+    return Cat(shown, " has ", name.size(), " character", name.size() == 1 ? "" : "s",
+               ": use 2 to 50");
+  }
+  if (name.find("--") != std::string_view::npos) {
+    return Cat(shown, " has '--': use single hyphens");
+  }
+  return std::nullopt;
+}
+
+bool IsValidProjectName(std::string_view name) { return !ProjectNameProblem(name).has_value(); }
+
+void ValidateProjectName(std::string_view name) {
+  if (auto problem = ProjectNameProblem(name)) {
+    throw Error(kExitDataErr,
+                "invalid project name: use lowercase letters, numbers, and hyphens only",
+                {*problem},
+                {"a name has 2 to 50 characters, starts with a letter and has no '--', "
+                 "such as my-app"});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata format
+
+std::string FormatMetadata(const ProjectMetadata& m) {
+  Json doc = Json::object();
+  doc["created"] = FormatRfc3339(m.created);
+  doc["lastAccessed"] = FormatRfc3339(m.last_accessed);
+  if (!m.github_repo.empty()) doc["githubRepo"] = m.github_repo;
+  return DumpJson(doc, 2) + "\n";
+}
+
+std::optional<ProjectMetadata> ParseMetadata(std::string_view text, std::string* problem) {
+  auto fail = [&](std::string why) -> std::optional<ProjectMetadata> {
+    if (problem) *problem = std::move(why);
+    return std::nullopt;
+  };
+  Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return fail(text.empty() ? "the file is empty" : "it is not JSON");
+  if (!doc.is_object()) return fail("it is not a JSON object");
+  ProjectMetadata m;
+  for (const auto& [key, field] :
+       {std::pair<const char*, SystemTime*>{"created", &m.created},
+        std::pair<const char*, SystemTime*>{"lastAccessed", &m.last_accessed}}) {
+    auto it = doc.find(key);
+    if (it == doc.end()) return fail(Cat("'", key, "' is missing"));
+    std::optional<SystemTime> t;
+    if (it->is_string()) t = ParseRfc3339(it->get<std::string>());
+    if (!t) return fail(Cat("'", key, "' is not an RFC 3339 time"));
+    *field = *t;
+  }
+  if (auto it = doc.find("githubRepo"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string()) return fail("'githubRepo' is not a string");
+    m.github_repo = it->get<std::string>();
+  }
+  return m;
+}
+
+std::string GitHubRepoFromUrl(std::string_view url) {
+  std::string_view rest;
+  for (std::string_view prefix :
+       {"https://github.com/", "http://github.com/", "ssh://git@github.com/",
+        "git@github.com:", "git://github.com/", "ssh://github.com/"}) {
+    if (url.rfind(prefix, 0) == 0) {
+      rest = url.substr(prefix.size());
+      break;
+    }
+  }
+  if (rest.empty()) return "";
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.size() > 4 && rest.substr(rest.size() - 4) == ".git") rest.remove_suffix(4);
+  auto slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 >= rest.size() ||
+      rest.find('/', slash + 1) != std::string_view::npos) {
+    return "";
+  }
+  return std::string(rest);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store
+
+ProjectStore::ProjectStore() : ProjectStore(ProjectsDir()) {}
+ProjectStore::ProjectStore(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+
+std::string ProjectStore::ProjectPath(std::string_view name) const {
+  ValidateProjectName(name);
+  return Cat(base_dir_, "/", name);
+}
+
+bool ProjectStore::Exists(std::string_view name) const {
+  if (!IsValidProjectName(name)) return false;
+  struct stat st;
+  return ::lstat(Cat(base_dir_, "/", name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> ProjectStore::Names() const {
+  std::vector<std::string> names;
+  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) return names;
+  for (const auto& [name, type] : ReadDirAt(base.get())) {
+    if (!IsValidProjectName(name)) continue;
+    if (type == DT_UNKNOWN) {
+      struct stat st;
+      if (::fstatat(base.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+          !S_ISDIR(st.st_mode)) {
+        continue;
+      }
+    } else if (type != DT_DIR) {
+      continue;
+    }
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<Project> ProjectStore::List(std::vector<std::string>* skipped) {
+  std::vector<Project> out;
+  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) {
+    if (errno == ENOENT) return out;
+    SysError("read", base_dir_, errno);
+  }
+  bool garbage = false;
+  for (const auto& [name, type] : ReadDirAt(base.get())) {
+    if (name[0] == '.') {
+      garbage = garbage || IsGarbageName(name);
+      continue;
+    }
+    bool valid = IsValidProjectName(name);
+    if (!valid && type != DT_DIR && type != DT_UNKNOWN) continue;  // a stray file
+    if (type != DT_DIR && type != DT_UNKNOWN && type != DT_LNK) continue;
+    OpenProject p;
+    OpenResult r = OpenProjectAt(base.get(), name, p);
+    if (r == OpenResult::kMissing) continue;  // deleted meanwhile
+    std::string shown = DisplayPath(Cat(base_dir_, "/", name));
+    if (r == OpenResult::kLink) {
+      if (valid && skipped) {
+        skipped->push_back(Cat("skipping ", Quoted(shown),
+                               ": a symbolic link, not a project folder (links are not followed)"));
+      }
+      continue;
+    }
+    if (r == OpenResult::kNotFolder) continue;
+    if (!valid) {
+      if (skipped) {
+        skipped->push_back(Cat("skipping ", Quoted(shown), ": ", *ProjectNameProblem(name)));
+      }
+      continue;
+    }
+    Project project;
+    project.name = name;
+    project.path = Cat(base_dir_, "/", name);
+    MetadataRead read = ReadMetadataAt(p.fd.get());
+    project.state = read.state;
+    project.problem = read.problem;
+    project.metadata =
+        read.metadata ? std::move(*read.metadata) : EstimateMetadata(p.fd.get(), read);
+    out.push_back(std::move(project));
+  }
+  if (skipped) std::sort(skipped->begin(), skipped->end());
+  std::sort(out.begin(), out.end(), [](const Project& a, const Project& b) {
+    if (a.metadata.last_accessed != b.metadata.last_accessed) {
+      return a.metadata.last_accessed > b.metadata.last_accessed;
+    }
+    return a.name < b.name;
+  });
+  if (garbage) {
+    try {
+      CollectGarbage();
+    } catch (const Error&) {
+      // Best effort: the next run tries again.
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> ProjectStore::Sizes(const std::vector<Project>& projects) const {
+  std::vector<int64_t> sizes(projects.size(), -1);
+  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) return sizes;
+  std::vector<TreeRoot> roots;
+  for (const auto& p : projects) roots.push_back(TreeRoot{base.get(), p.name});
+  return TreeSizes(roots);
+}
+
+Error ProjectStore::NotFoundError(std::string_view name) {
+  std::vector<std::string> details;
+  std::vector<Project> projects;
+  try {
+    projects = List();
+  } catch (const Error&) {
+  }
+  if (!projects.empty()) {
+    details.emplace_back("");
+    details.emplace_back("Available projects:");
+    for (const auto& p : projects) details.push_back(Cat("  ", p.name));
+  }
+  details.emplace_back("");
+  details.emplace_back("Create a new project:");
+  details.push_back(Cat("  ss new ", name));
+  Error e(kExitNoInput, Cat("Project '", name, "' not found"), details);
+  e.AsBlock();
+  return e;
+}
+
+Error ProjectStore::AlreadyExistsError(std::string_view name) const {
+  Error e(kExitCantCreate, Cat("Project '", name, "' already exists"),
+          {"", "Open it:", Cat("  ss ", name), "",
+           "Or choose a different name:", Cat("  ss new ", SuggestFreeName(name))});
+  e.AsBlock();
+  return e;
+}
+
+std::string ProjectStore::SuggestFreeName(std::string_view name) const {
+  std::string stem(name);
+  int next = 2;
+  auto v = stem.rfind("-v");
+  if (v != std::string::npos && v + 2 < stem.size() &&
+      stem.find_first_not_of("0123456789", v + 2) == std::string::npos && stem.size() - v < 8) {
+    next = std::stoi(stem.substr(v + 2)) + 1;
+    stem.resize(v);
+  }
+  for (int n = next; n < next + 1000; ++n) {
+    std::string suffix = Cat("-v", n);
+    std::string base = stem.substr(0, kMaxNameLength - suffix.size());
+    while (!base.empty() && base.back() == '-') base.pop_back();
+    std::string candidate = base + suffix;
+    if (IsValidProjectName(candidate) && !Exists(candidate)) return candidate;
+  }
+  return Cat(stem, "-v", next);
+}
+
+int ProjectStore::CollectGarbage() const {
+  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) return 0;
+  // Creators hold the folder's lock (shared) from making their hidden folder until they hold
+  // that folder's own lock; taking it here (exclusive) means every hidden folder seen is
+  // either locked by a live process or abandoned.
+  if (::flock(base.get(), LOCK_EX) != 0) return 0;
+  std::vector<std::pair<std::string, Fd>> abandoned;
+  for (const auto& [name, type] : ReadDirAt(base.get())) {
+    if (!IsGarbageName(name)) continue;
+    Fd fd(OpenDirAt(base.get(), name));
+    if (!fd.ok()) {
+      if (errno == ENOTDIR || errno == ELOOP) ::unlinkat(base.get(), name.c_str(), 0);
+      continue;
+    }
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // in use
+    abandoned.emplace_back(name, std::move(fd));
+  }
+  ::flock(base.get(), LOCK_UN);
+  int removed = 0;
+  for (auto& [name, fd] : abandoned) {
+    RemoveDirAt(base.get(), name, base_dir_);
+    ++removed;
+  }
+  return removed;
+}
+
+Project ProjectStore::Create(std::string_view name_view, const CreateOptions& options) {
+  std::string name(name_view);
+  ValidateProjectName(name);
+  std::string path = Cat(base_dir_, "/", name);
+
+  std::string from;
+  if (!options.from.empty()) {
+    from = RealPathOf(options.from);
+    if (from.empty() || !IsDirectory(from)) {
+      throw Error(kExitNoInput, Cat("cannot import '", options.from,
+                                    "': ", from.empty() ? std::strerror(errno) : "not a folder"));
+    }
+  }
+
+  MakeDirs(base_dir_);
+  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) SysError("open", base_dir_, errno);
+  struct stat st;
+  if (::fstatat(base.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode)) throw AlreadyExistsError(name);
+    throw Error(kExitCantCreate,
+                Cat("cannot create project '", name, "': ", DisplayPath(path), " exists and is ",
+                    S_ISLNK(st.st_mode) ? "a symbolic link" : "not a folder"),
+                {}, {"move it away, or choose another name"});
+  }
+  if (!from.empty()) {
+    std::string real_base = RealPathOf(base_dir_);
+    if (real_base == from || real_base.rfind(from + "/", 0) == 0 || from == "/") {
+      throw Error(kExitDataErr,
+                  Cat("cannot import '", options.from, "': it contains the projects folder"));
+    }
+  }
+  try {
+    CollectGarbage();
+  } catch (const Error&) {
+  }
+
+  // The hidden folder the project is built in, locked before anyone can see it unlocked.
+  std::string tmp_name;
+  Fd tmp;
+  if (::flock(base.get(), LOCK_SH) != 0) SysError("lock", base_dir_, errno);
+  for (int attempt = 0; attempt < 100 && !tmp.ok(); ++attempt) {
+    tmp_name = Cat(kNewPrefix, name, ".", RandomSuffix());
+    if (::mkdirat(base.get(), tmp_name.c_str(), 0777) != 0) {
+      if (errno == EEXIST) continue;
+      int err = errno;
+      ::flock(base.get(), LOCK_UN);
+      SysError("create a folder in", base_dir_, err);
+    }
+    tmp = Fd(OpenDirAt(base.get(), tmp_name));
+    if (!tmp.ok() || ::flock(tmp.get(), LOCK_EX) != 0) {
+      int err = errno;
+      ::flock(base.get(), LOCK_UN);
+      SysError("open", Cat(base_dir_, "/", tmp_name), err);
+    }
+  }
+  ::flock(base.get(), LOCK_UN);
+  std::string tmp_path = Cat(base_dir_, "/", tmp_name);
+
+  try {
+    if (from.empty()) {
+      std::pair<const char*, const char*> files[] = {{"lib/templates/AGENTS.md", "AGENTS.md"},
+                                                     {"lib/templates/README.md", "README.md"},
+                                                     {"lib/templates/gitignore", ".gitignore"}};
+      for (const auto& [resource, file] : files) {
+        CreateFileAt(tmp.get(), file, RenderTemplate(RequireResource(resource), {{"name", name}}),
+                     tmp_path);
+      }
+      InitGit(tmp_path, name);
+    } else {
+      ProcessOptions cp;
+      RunChecked({"cp", "-a", "--", from + "/.", tmp_path + "/"},
+                 Cat("cannot create project '", name, "': cannot copy '", options.from, "'"), cp,
+                 kExitCantCreate);
+      ExcludeMetadataFromGit(tmp.get());
+    }
+    ProjectMetadata metadata;
+    metadata.created = metadata.last_accessed = NowSeconds();
+    WriteMetadataAt(tmp.get(), tmp_path, metadata);
+    ::fsync(tmp.get());
+    if (!RenameNoReplace(base.get(), tmp_name, name)) throw AlreadyExistsError(name);
+    ::fsync(base.get());
+    Project project;
+    project.name = name;
+    project.path = path;
+    project.metadata = metadata;
+    return project;
+  } catch (...) {
+    try {
+      RemoveDirAt(base.get(), tmp_name, base_dir_);
+    } catch (const Error&) {
+      // Left for the next CollectGarbage, hidden from List.
+    }
+    throw;
+  }
+}
+
+Project ProjectStore::Delete(std::string_view name_view) {
+  std::string name(name_view);
+  ValidateProjectName(name);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!base.ok()) {
+      if (errno == ENOENT) throw NotFoundError(name);
+      SysError("open", base_dir_, errno);
+    }
+    OpenProject p;
+    OpenResult r = OpenProjectAt(base.get(), name, p);
+    std::string path = Cat(base_dir_, "/", name);
+    if (r == OpenResult::kMissing) throw NotFoundError(name);
+    if (r != OpenResult::kOk) throw NotAProjectError(name, path, r);
+    LockFd(p.fd.get(), path);
+    if (!StillThere(base.get(), name, p.st)) continue;  // deleted or replaced meanwhile
+    Project project;
+    project.name = name;
+    project.path = path;
+    MetadataRead read = ReadMetadataAt(p.fd.get());
+    project.state = read.state;
+    project.problem = read.problem;
+    project.metadata = read.metadata ? *read.metadata : EstimateMetadata(p.fd.get(), read);
+
+    std::string trash;
+    bool moved = false;
+    for (int i = 0; i < 100 && !moved; ++i) {
+      trash = Cat(kDelPrefix, name, ".", RandomSuffix());
+      if (RenameNoReplace(base.get(), name, trash)) {
+        moved = true;
+      } else if (!StillThere(base.get(), name, p.st)) {
+        break;
+      }
+    }
+    if (!moved) continue;
+    ::fsync(base.get());
+    // Gone from the list now; the files follow, under our lock on the folder.
+    RemoveDirAt(base.get(), trash, base_dir_);
+    return project;
+  }
+  throw NotFoundError(name);
+}
+
+namespace {
+
+// Reads, changes and writes a project's metadata under the project's lock. `change` may be
+// null (just repair).
+Project UpdateMetadata(ProjectStore& store, const std::string& base_dir, const std::string& name,
+                       const std::function<void(ProjectMetadata&)>& change) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!base.ok()) {
+      if (errno == ENOENT) throw store.NotFoundError(name);
+      SysError("open", base_dir, errno);
+    }
+    OpenProject p;
+    std::string path = Cat(base_dir, "/", name);
+    OpenResult r = OpenProjectAt(base.get(), name, p);
+    if (r == OpenResult::kMissing) throw store.NotFoundError(name);
+    if (r != OpenResult::kOk) throw NotAProjectError(name, path, r);
+    Project project;
+    project.name = name;
+    project.path = path;
+    MetadataRead read = ReadMetadataAt(p.fd.get());
+    if (read.metadata && !change) {
+      project.metadata = *read.metadata;
+      return project;
+    }
+    LockFd(p.fd.get(), path);
+    if (!StillThere(base.get(), name, p.st)) continue;
+    read = ReadMetadataAt(p.fd.get());  // again, under the lock
+    project.state = read.state;
+    project.problem = read.problem;
+    project.metadata = read.metadata ? *read.metadata : EstimateMetadata(p.fd.get(), read);
+    if (change) change(project.metadata);
+    WriteMetadataAt(p.fd.get(), path, project.metadata);
+    project.rebuilt = read.state != MetadataState::kOk;
+    return project;
+  }
+  throw store.NotFoundError(name);
+}
+
+}  // namespace
+
+std::optional<Project> ProjectStore::Find(std::string_view name_view) const {
+  std::string name(name_view);
+  ValidateProjectName(name);
+  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) {
+    if (errno == ENOENT) return std::nullopt;
+    SysError("open", base_dir_, errno);
+  }
+  std::string path = Cat(base_dir_, "/", name);
+  OpenProject p;
+  OpenResult r = OpenProjectAt(base.get(), name, p);
+  if (r == OpenResult::kMissing) return std::nullopt;
+  if (r != OpenResult::kOk) throw NotAProjectError(name, path, r);
+  Project project;
+  project.name = name;
+  project.path = path;
+  MetadataRead read = ReadMetadataAt(p.fd.get());
+  project.state = read.state;
+  project.problem = read.problem;
+  project.metadata = read.metadata ? *read.metadata : EstimateMetadata(p.fd.get(), read);
+  return project;
+}
+
+Project ProjectStore::Get(std::string_view name) {
+  ValidateProjectName(name);
+  return UpdateMetadata(*this, base_dir_, std::string(name), nullptr);
+}
+
+Project ProjectStore::Touch(std::string_view name) {
+  ValidateProjectName(name);
+  SystemTime now = NowSeconds();
+  return UpdateMetadata(*this, base_dir_, std::string(name),
+                        [now](ProjectMetadata& m) { m.last_accessed = now; });
+}
+
+Project ProjectStore::SetGitHubRepo(std::string_view name, std::string_view repo) {
+  ValidateProjectName(name);
+  std::string value(repo);
+  return UpdateMetadata(*this, base_dir_, std::string(name),
+                        [value](ProjectMetadata& m) { m.github_repo = value; });
+}
+
+}  // namespace ss

@@ -1,0 +1,31 @@
+// The command line of ss-project (ss new, ss list, ss delete, ss project ...): one usage text
+// and a pure parser, so every rule about flags is tested without running anything.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ss {
+
+extern const char* const kProjectUsage;
+
+struct ProjectOptions {
+  enum class Command { kHelp, kNew, kList, kShow, kDelete };
+  Command command = Command::kList;
+  std::string name;
+  std::string from;         // new --from PATH
+  bool github = false;      // new --github
+  bool is_private = false;  // new --private
+  bool json = false;        // list, show
+  bool no_size = false;     // list
+  bool yes = false;         // delete
+};
+
+// The subcommands, in the order help and completion show them.
+const std::vector<std::string>& ProjectSubcommands();
+
+// argv without argv[0]: [SUBCOMMAND] [ARGS...]; no subcommand means list. Throws ss::Error(64)
+// (or a boost::program_options error, which the tool reports as 64) on a bad command line.
+ProjectOptions ParseProjectArgs(const std::vector<std::string>& args);
+
+}  // namespace ss

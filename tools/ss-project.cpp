@@ -1,0 +1,273 @@
+// ss-project: projects on the host (ss new, ss list, ss delete, ss project show). The store
+// itself, and what keeps it whole under crashes and concurrent runs, is lib/project.hpp.
+#include <algorithm>
+#include <iostream>
+#include <string>
+
+#include "dispatch.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "github.hpp"
+#include "json_out.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "project.hpp"
+#include "project_args.hpp"
+#include "shell_quote.hpp"
+#include "size.hpp"
+#include "strings.hpp"
+#include "timefmt.hpp"
+#include "tool.hpp"
+
+namespace ss {
+namespace {
+
+using Command = ProjectOptions::Command;
+
+constexpr const char* kSandboxProjects = "/home/sandbox/projects";
+
+void WarnMetadata(const Project& p) {
+  if (p.rebuilt) {
+    Warn(Cat("project '", p.name, "': ", p.problem, "; rebuilt it"));
+  } else if (p.state != MetadataState::kOk) {
+    Warn(Cat("project '", p.name, "': ", p.problem,
+             "; it is rebuilt the next time the project is used"));
+  }
+}
+
+Json ProjectJson(const Project& p, int64_t size, bool with_size) {
+  Json item = Json::object();
+  item["name"] = p.name;
+  item["path"] = p.path;
+  item["created"] = FormatRfc3339(p.metadata.created);
+  item["last_accessed"] = FormatRfc3339(p.metadata.last_accessed);
+  item["size_bytes"] = with_size && size >= 0 ? Json(size) : Json(nullptr);
+  item["github_repo"] =
+      p.metadata.github_repo.empty() ? Json(nullptr) : Json(p.metadata.github_repo);
+  return item;
+}
+
+std::string SizeText(int64_t size) { return size < 0 ? "?" : FormatSizeHuman(size); }
+
+// A project named like an ss command opens with `ss attach NAME`, not `ss NAME`.
+void WarnIfCommandName(const std::string& name) {
+  if (FindVerb(name) != nullptr || name == "help" || name == "commands") {
+    Warn(Cat("'", name, "' is also an ss command: open this project with 'ss attach ", name, "'"));
+  }
+}
+
+int New(const ProjectOptions& o) {
+  ProjectStore store;
+  ValidateProjectName(o.name);
+  if (o.github && !o.from.empty() && !PathExists(o.from + "/.git")) {
+    throw Error(
+        kExitDataErr,
+        Cat("cannot create a GitHub repository from '", o.from, "': it is not a git repository"),
+        {}, {"run 'git init' there and commit first, or leave out --github"});
+  }
+  Project p = store.Create(o.name, CreateOptions{o.from});
+  WarnIfCommandName(p.name);
+  std::cout << "Created: " << DisplayPath(p.path) << "\n";
+  if (!o.from.empty()) std::cout << "Imported from: " << DisplayPath(o.from) << "\n";
+  if (!o.github) {
+    if (o.from.empty()) {
+      std::cout << "\nFiles:\n"
+                << "  AGENTS.md    - Agent instructions\n"
+                << "  README.md    - Project readme\n";
+    }
+    return 0;
+  }
+  std::cout.flush();
+  HostRunner runner(p.path);
+  try {
+    GitHubRepo repo = CreateGitHubRepo(runner, p.name, o.is_private);
+    store.SetGitHubRepo(p.name, repo.name_with_owner);
+    std::cout << "GitHub: " << repo.url << "\n\nReady for Claude Code Web or local sandbox.\n";
+  } catch (Error& e) {
+    e.Hint(Cat("the project was created without a GitHub repository; to add one later: cd ",
+               ShellQuote(p.path), " && ", ShellJoin(GhRepoCreateArgv(p.name, o.is_private))));
+    throw;
+  }
+  return 0;
+}
+
+int List(const ProjectOptions& o) {
+  ProjectStore store;
+  std::vector<std::string> skipped;
+  std::vector<Project> projects = store.List(&skipped);
+  for (const auto& line : skipped) Warn(line);
+  std::vector<const Project*> by_name;
+  for (const auto& p : projects) by_name.push_back(&p);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const Project* a, const Project* b) { return a->name < b->name; });
+  for (const Project* p : by_name) WarnMetadata(*p);
+  std::vector<int64_t> sizes(projects.size(), -1);
+  if (!o.no_size) sizes = store.Sizes(projects);
+
+  if (o.json) {
+    Json doc = JsonDocument("ProjectList");
+    doc["items"] = Json::array();
+    for (size_t i = 0; i < projects.size(); ++i) {
+      doc["items"].push_back(ProjectJson(projects[i], sizes[i], !o.no_size));
+    }
+    PrintJson(doc);
+    return 0;
+  }
+  SystemTime now = NowSeconds();
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < projects.size(); ++i) {
+    std::vector<std::string> row = {projects[i].name,
+                                    FormatAgo(projects[i].metadata.last_accessed, now)};
+    if (!o.no_size) row.push_back(SizeText(sizes[i]));
+    rows.push_back(std::move(row));
+  }
+  if (!StdoutIsTty()) {
+    for (const auto& row : rows) std::cout << Join(row, "\t") << "\n";
+    return 0;
+  }
+  if (rows.empty()) {
+    std::cout << "No projects yet in " << DisplayPath(store.base_dir())
+              << "\n\nCreate a new project:\n  ss new my-app\n";
+    return 0;
+  }
+  std::vector<std::string> header = {"NAME", "LAST ACCESSED"};
+  if (!o.no_size) header.push_back("SIZE");
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto print = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] + 4 - row[c].size(), ' ');
+    }
+    std::cout << line << "\n";
+  };
+  print(header);
+  for (const auto& row : rows) print(row);
+  return 0;
+}
+
+int Show(const ProjectOptions& o) {
+  ProjectStore store;
+  Project p = store.Get(o.name);
+  WarnMetadata(p);
+  int64_t size = store.Sizes({p})[0];
+  if (o.json) {
+    Json doc = JsonDocument("Project");
+    Json item = ProjectJson(p, size, true);
+    doc.update(item);
+    PrintJson(doc);
+    return 0;
+  }
+  SystemTime now = NowSeconds();
+  const ProjectMetadata& m = p.metadata;
+  std::cout << "Name:           " << p.name << "\n"
+            << "Path:           " << DisplayPath(p.path) << "\n"
+            << "In sandbox:     " << kSandboxProjects << "/" << p.name << "\n"
+            << "Created:        " << FormatRfc3339(m.created) << " (" << FormatAgo(m.created, now)
+            << ")\n"
+            << "Last accessed:  " << FormatRfc3339(m.last_accessed) << " ("
+            << FormatAgo(m.last_accessed, now) << ")\n"
+            << "Size:           " << SizeText(size) << "\n"
+            << "GitHub:         "
+            << (m.github_repo.empty() ? "none" : Cat("https://github.com/", m.github_repo)) << "\n";
+  return 0;
+}
+
+// Asks on the terminal; true only for y or yes.
+bool Confirm(const std::string& question) {
+  std::cerr << question << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) {
+    std::cerr << "\n";
+    return false;
+  }
+  std::string a = ToLower(Trim(answer));
+  return a == "y" || a == "yes";
+}
+
+int Delete(const ProjectOptions& o) {
+  ProjectStore store;
+  std::optional<Project> found = store.Find(o.name);
+  if (!found) throw store.NotFoundError(o.name);
+  if (!o.yes) {
+    if (!StdinIsTty()) {
+      throw Error(kExitUsage,
+                  Cat("refusing to delete project '", o.name,
+                      "' without confirmation: standard input is not a terminal"),
+                  {}, {Cat("to delete it without asking, run: ss delete ", o.name, " --yes")});
+    }
+    if (!Confirm(Cat("Delete '", o.name, "'? This cannot be undone. [y/N]: "))) {
+      Note(Cat("Not deleted: ", o.name));
+      return kExitFailure;
+    }
+  }
+  Project p = store.Delete(o.name);
+  std::cout << "Deleted: " << p.name << "\n";
+  if (!p.metadata.github_repo.empty()) {
+    std::cout << "The GitHub repository " << p.metadata.github_repo << " was not deleted.\n";
+  }
+  return 0;
+}
+
+// `ss-project --complete WORD...`: candidates for the last WORD. The first word is the
+// subcommand (the dispatcher puts "new", "list" or "delete" there for the short forms).
+int Complete(const Args& words) {
+  auto print = [](std::initializer_list<const char*> items) {
+    for (const char* w : items) std::cout << w << "\n";
+  };
+  if (words.size() <= 1) {
+    for (const auto& s : ProjectSubcommands()) std::cout << s << "\n";
+    print({"--help"});
+    return 0;
+  }
+  const std::string& command = words[0];
+  const std::string& previous = words[words.size() - 2];
+  if (previous == "--from") return 0;  // a path: the shell's to complete
+  auto names = [] {
+    for (const auto& name : ProjectStore().Names()) std::cout << name << "\n";
+  };
+  if (command == "new") {
+    print({"--from", "--github", "--private", "--help"});
+  } else if (command == "list") {
+    print({"--json", "--no-size", "--help"});
+  } else if (command == "show") {
+    names();
+    print({"--json", "--help"});
+  } else if (command == "delete") {
+    names();
+    print({"--yes", "--help"});
+  }
+  return 0;
+}
+
+int RunCommand(const ProjectOptions& o) {
+  switch (o.command) {
+    case Command::kHelp:
+      std::cout << kProjectUsage;
+      return 0;
+    case Command::kNew:
+      return New(o);
+    case Command::kList:
+      return List(o);
+    case Command::kShow:
+      return Show(o);
+    case Command::kDelete:
+      return Delete(o);
+  }
+  return kExitSoftware;
+}
+
+}  // namespace
+}  // namespace ss
+
+int main(int argc, char** argv) {
+  return ss::RunTool("ss-project", argc, argv, [](const ss::Args& args) {
+    if (!args.empty() && args[0] == "--complete")
+      return ss::Complete({args.begin() + 1, args.end()});
+    return ss::RunCommand(ss::ParseProjectArgs(args));
+  });
+}
