@@ -5,7 +5,8 @@
 //   <details, verbatim, one per line>                               (details)
 //   hint: run 'ss doctor'                                           (hints)
 //
-// Some errors are worded by the spec as a block starting with "Error: "; those set `block`.
+// Some errors are worded by the spec as a block starting with "Error: " (AsBlock), a few as a
+// bare "<tool>: <message>" line (AsPlain).
 #pragma once
 
 #include <stdexcept>
@@ -28,7 +29,8 @@ class Error : public std::runtime_error {
   int code() const { return code_; }
   const std::vector<std::string>& details() const { return details_; }
   const std::vector<std::string>& hints() const { return hints_; }
-  bool block() const { return block_; }
+  bool block() const { return style_ == kBlock; }
+  bool plain() const { return style_ == kPlain; }
 
   Error& Detail(std::string line) {
     details_.push_back(std::move(line));
@@ -40,7 +42,12 @@ class Error : public std::runtime_error {
   }
   // Printed as the spec shows it: "Error: <message>" then the details, without the tool prefix.
   Error& AsBlock() {
-    block_ = true;
+    style_ = kBlock;
+    return *this;
+  }
+  // Printed as "<tool>: <message>", without "error:" (e.g. "ss: connection to sandbox 'x' lost").
+  Error& AsPlain() {
+    style_ = kPlain;
     return *this;
   }
 
@@ -48,7 +55,7 @@ class Error : public std::runtime_error {
   int code_;
   std::vector<std::string> details_;
   std::vector<std::string> hints_;
-  bool block_ = false;
+  enum Style { kStandard, kBlock, kPlain } style_ = kStandard;
 };
 
 }  // namespace ss

@@ -124,30 +124,54 @@ void MakeDirs(const std::string& path, mode_t mode) {
   if (!IsDirectory(path)) IoError("create directory", path, ENOTDIR);
 }
 
+namespace {
+
+// Removes `path` (lstat'ed as `st`), never leaving the filesystem `dev`: a mount point inside
+// the tree (a bind mount left by a crashed build, say) stops the removal instead of emptying
+// whatever is mounted there.
+void RemoveTreeOn(const std::string& path, const struct stat& st, dev_t dev) {
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) IoError("remove", path, errno);
+    return;
+  }
+  if (st.st_dev != dev) {
+    throw Error(kExitIoErr,
+                Cat("refusing to remove '", path, "': another filesystem is mounted there"), {},
+                {Cat("unmount it first: umount ", path)});
+  }
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) {
+    // An unreadable directory may still be removable when empty.
+    if (::rmdir(path.c_str()) == 0) return;
+    IoError("remove", path, errno);
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  for (const auto& name : names) {
+    std::string child = Cat(path, "/", name);
+    struct stat cst;
+    if (::lstat(child.c_str(), &cst) != 0) {
+      if (errno == ENOENT) continue;
+      IoError("remove", child, errno);
+    }
+    RemoveTreeOn(child, cst, dev);
+  }
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) IoError("remove", path, errno);
+}
+
+}  // namespace
+
 void RemoveTree(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return;
     IoError("remove", path, errno);
   }
-  if (S_ISDIR(st.st_mode)) {
-    DIR* d = ::opendir(path.c_str());
-    if (d == nullptr) {
-      // An unreadable directory may still be removable when empty.
-      if (::rmdir(path.c_str()) == 0) return;
-      IoError("remove", path, errno);
-    }
-    std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
-      std::string_view name = e->d_name;
-      if (name != "." && name != "..") names.emplace_back(name);
-    }
-    ::closedir(d);
-    for (const auto& name : names) RemoveTree(Cat(path, "/", name));
-    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) IoError("remove", path, errno);
-  } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    IoError("remove", path, errno);
-  }
+  RemoveTreeOn(path, st, st.st_dev);
 }
 
 FileLock::FileLock(const std::string& path, Mode mode) {

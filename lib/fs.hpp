@@ -20,7 +20,8 @@ bool IsDirectory(const std::string& path);  // stat: follows symlinks
 void AtomicWrite(const std::string& path, std::string_view data, mode_t mode = 0644);
 // mkdir -p; new directories get `mode`.
 void MakeDirs(const std::string& path, mode_t mode = 0755);
-// Removes a tree without following symlinks (a symlink is removed, never its target).
+// Removes a tree without following symlinks (a symlink is removed, never its target) and without
+// crossing into another filesystem mounted inside it.
 void RemoveTree(const std::string& path);
 
 std::string Dirname(const std::string& path);

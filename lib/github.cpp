@@ -1,5 +1,7 @@
 #include "github.hpp"
 
+#include <unistd.h>
+
 #include "error.hpp"
 #include "json_out.hpp"
 #include "strings.hpp"
@@ -26,6 +28,13 @@ ProcessResult HostRunner::Run(const std::vector<std::string>& argv) {
   options.cwd = dir_;
   // gh prints plain text and never prompts when it is not on a terminal; say so anyway.
   options.env = {{"GH_PROMPT_DISABLED", "1"}, {"NO_COLOR", "1"}};
+  // Run as root, ss leaves projects to their owner (see ProjectsOwner); git, under gh, must
+  // still accept this one repository.
+  if (::geteuid() == 0) {
+    options.env.insert(options.env.end(), {{"GIT_CONFIG_COUNT", "1"},
+                                           {"GIT_CONFIG_KEY_0", "safe.directory"},
+                                           {"GIT_CONFIG_VALUE_0", dir_}});
+  }
   return ss::Run(argv, options);
 }
 

@@ -48,6 +48,8 @@ std::string FormatError(const Error& e) {
   std::string out;
   if (e.block()) {
     out = Cat("Error: ", e.what(), "\n");
+  } else if (e.plain()) {
+    out = Cat(ToolName(), ": ", e.what(), "\n");
   } else {
     bool color = UseColor(STDERR_FILENO);
     out = Cat(ToolName(), ": ", color ? "\033[1;31merror\033[0m" : "error", ": ", e.what(), "\n");

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "error.hpp"
 #include "fs.hpp"
@@ -73,6 +74,36 @@ std::string RuntimeDir() {
     throw Error(kExitNoPerm, Cat("unsafe runtime directory '", dir, "'"),
                 {"it must be a directory owned by you with mode 0700"},
                 {Cat("remove it and run the command again: rm -r ", dir)});
+  }
+  return dir;
+}
+
+Owner ProjectsOwner() {
+  if (::geteuid() != 0) return {::geteuid(), ::getegid()};
+  const char* sudo_uid = std::getenv("SUDO_UID");
+  const char* sudo_gid = std::getenv("SUDO_GID");
+  if (sudo_uid && *sudo_uid && std::string_view(sudo_uid) != "0") {
+    uid_t uid = static_cast<uid_t>(std::strtoul(sudo_uid, nullptr, 10));
+    gid_t gid =
+        sudo_gid && *sudo_gid ? static_cast<gid_t>(std::strtoul(sudo_gid, nullptr, 10)) : uid;
+    return {uid, gid};
+  }
+  return {1000, 1000};
+}
+
+std::string EnsureProjectsDir() {
+  std::string dir = ProjectsDir();
+  if (IsDirectory(dir)) return dir;
+  MakeDirs(Dirname(dir), 0755);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw Error(kExitIoErr, Cat("cannot create '", dir, "': ", std::strerror(errno)));
+  }
+  if (::geteuid() == 0) {
+    Owner o = ProjectsOwner();
+    if (::lchown(dir.c_str(), o.uid, o.gid) != 0) {
+      throw Error(kExitIoErr,
+                  Cat("cannot give '", dir, "' to uid ", o.uid, ": ", std::strerror(errno)));
+    }
   }
   return dir;
 }

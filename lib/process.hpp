@@ -25,6 +25,8 @@ struct ProcessOptions {
   std::string cwd;
   // Sent SIGTERM at the deadline and SIGKILL 2 s later.
   std::optional<std::chrono::milliseconds> timeout;
+  // Start the child in a new session (setsid): a daemon that outlives us and our terminal.
+  bool new_session = false;
 };
 
 struct ProcessResult {

@@ -834,6 +834,19 @@ int ProjectStore::CollectGarbage() const {
   return removed;
 }
 
+namespace {
+
+// Run as root, ss writes a new project as root; the projects folder's owner (the user, or the
+// sandbox user's uid, see ProjectsOwner) must own it so that the agent can work in it.
+void GiveToProjectsOwner(int base_fd, const std::string& tmp_path) {
+  struct stat base_st;
+  if (::geteuid() != 0 || ::fstat(base_fd, &base_st) != 0 || base_st.st_uid == 0) return;
+  RunChecked({"chown", "-R", "-h", Cat(base_st.st_uid, ":", base_st.st_gid), "--", tmp_path},
+             "cannot give the new project to the projects folder's owner", {}, kExitIoErr);
+}
+
+}  // namespace
+
 Project ProjectStore::Create(std::string_view name_view, const CreateOptions& options) {
   std::string name(name_view);
   ValidateProjectName(name);
@@ -848,7 +861,11 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     }
   }
 
-  MakeDirs(base_dir_);
+  if (base_dir_ == ProjectsDir()) {
+    EnsureProjectsDir();
+  } else {
+    MakeDirs(base_dir_);
+  }
   Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!base.ok()) SysError("open", base_dir_, errno);
   struct stat st;
@@ -913,6 +930,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     ProjectMetadata metadata;
     metadata.created = metadata.last_accessed = NowSeconds();
     WriteMetadataAt(tmp.get(), tmp_path, metadata);
+    GiveToProjectsOwner(base.get(), tmp_path);
     ::fsync(tmp.get());
     if (!RenameNoReplace(base.get(), tmp_name, name)) throw AlreadyExistsError(name);
     ::fsync(base.get());

@@ -1,5 +1,7 @@
 #include "shell_quote.hpp"
 
+#include <utility>
+
 #include "error.hpp"
 
 namespace ss {
@@ -56,6 +58,56 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
     out += ShellQuote(argv[i]);
   }
   return out;
+}
+
+std::vector<std::string> ShellSplit(std::string_view line, std::string_view what) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  auto refuse = [&](char c) {
+    throw Error(
+        kExitConfig,
+        std::string(what) + ": '" + c + "' needs a shell; write plain words, quoted as needed", {},
+        {"put a shell pipeline in a script in the sandbox and name the script instead"});
+  };
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::exchange(cur, std::string()));
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      size_t end = line.find('\'', i + 1);
+      if (end == std::string_view::npos)
+        throw Error(kExitConfig, std::string(what) + ": unterminated '");
+      cur.append(line.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < line.size() && line[j] != '"'; ++j) {
+        if (line[j] == '\\' && j + 1 < line.size() &&
+            std::string_view("\\\"$`").find(line[j + 1]) != std::string_view::npos) {
+          cur += line[++j];
+        } else if (line[j] == '$' || line[j] == '`') {
+          refuse(line[j]);
+        } else {
+          cur += line[j];
+        }
+      }
+      if (j >= line.size()) throw Error(kExitConfig, std::string(what) + ": unterminated \"");
+      i = j;
+    } else if (c == '\\') {
+      if (i + 1 < line.size()) cur += line[++i];
+    } else if (std::string_view("$`|&;<>()*?[]{}#").find(c) != std::string_view::npos) {
+      refuse(c);
+    } else {
+      cur += c;
+    }
+  }
+  if (in_word) words.push_back(cur);
+  return words;
 }
 
 }  // namespace ss

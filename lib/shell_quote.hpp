@@ -17,4 +17,10 @@ std::string ShellQuote(std::string_view s);
 // Quotes each word and joins them with spaces: a command line the shell splits back into argv.
 std::string ShellJoin(const std::vector<std::string>& argv);
 
+// The inverse for a command line written in a config file (agent.command): splits it into words
+// as a POSIX shell would for plain words, '...' and "..." quoting and backslashes. Anything that
+// needs a real shell ($, `, |, &, ;, <, >, (, ), globbing characters outside quotes) is refused
+// with ss::Error(78) naming `what`, so the line is never handed to a shell to interpret.
+std::vector<std::string> ShellSplit(std::string_view line, std::string_view what);
+
 }  // namespace ss

@@ -1,0 +1,109 @@
+// The sandbox backend interface. One implementation per file (backend_lxd.cpp, ...), plus an
+// in-memory fake for unit tests. A backend knows nothing of projects or browsers: it creates,
+// starts, stops and describes machines, and says how SSH reaches them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ss {
+
+class Config;
+class Progress;
+
+enum class SandboxState { kNotExists, kStopped, kStarting, kRunning, kBroken };
+std::string StateName(SandboxState state);  // "not-exists", "stopped", ...
+
+struct Resources {
+  int cpus = 0;
+  int64_t memory = 0;  // bytes
+  int64_t disk = 0;    // bytes
+};
+
+// A directory of the host shared into the sandbox.
+struct Mount {
+  std::string name;    // device / tag name: "projects", "project-src", "deploy"
+  std::string source;  // host path
+  std::string target;  // path in the sandbox
+  bool read_only = false;
+};
+
+// Everything a backend needs to create a sandbox. Provisioning data (cloud-init) is rendered by
+// the caller; the backend only delivers it to the machine.
+struct SandboxSpec {
+  std::string name;
+  std::string image_id;  // the base image (see image.hpp), exported to the backend's format
+  std::string image_dir;
+  Resources resources;
+  std::vector<Mount> mounts;
+  std::string user_data;  // cloud-init #cloud-config
+  std::string meta_data;  // cloud-init meta-data
+  uid_t host_uid = 0;     // owner of shared files on the host; appears as `sandbox` inside
+  bool ephemeral = false;
+};
+
+struct SshTarget {
+  std::string host;
+  int port = 22;
+};
+
+struct SandboxStatus {
+  SandboxState state = SandboxState::kNotExists;
+  std::string detail;  // why broken, or backend notes ("TCG: no hardware virtualization")
+  int64_t uptime_seconds = -1;
+  Resources limits;          // configured limits (0: unknown/unlimited)
+  int64_t memory_used = -1;  // bytes, -1 when unknown
+  int64_t disk_used = -1;
+  std::string address;  // the sandbox's own address, when it has one
+};
+
+struct Snapshot {
+  std::string name;
+  std::chrono::system_clock::time_point created;
+};
+
+// Whether a backend can run on this machine, and if not, why and how to fix it.
+struct Probe {
+  bool usable = false;
+  std::string reason;  // "lxd is not running", "/dev/kvm is PVM: no hardware virtualization"
+  std::string fix;     // "start it: ss vm setup" (empty when nothing to do)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string Name() const = 0;
+  virtual Probe CheckHost() = 0;
+
+  virtual SandboxState State(const std::string& name) = 0;
+  // Creates the machine from the base image with the spec's provisioning, and starts it.
+  virtual void Create(const SandboxSpec& spec, Progress& progress) = 0;
+  virtual void Start(const std::string& name, const Resources& resources) = 0;
+  // Graceful stop; forced after `timeout`.
+  virtual void Stop(const std::string& name, std::chrono::seconds timeout) = 0;
+  virtual void Delete(const std::string& name) = 0;
+  virtual SandboxStatus Status(const std::string& name) = 0;
+  // Where the sandbox's sshd listens, as reachable from this host.
+  virtual SshTarget Ssh(const std::string& name) = 0;
+
+  virtual void TakeSnapshot(const std::string& name, const std::string& snapshot) = 0;
+  virtual void RestoreSnapshot(const std::string& name, const std::string& snapshot) = 0;
+  virtual void DeleteSnapshot(const std::string& name, const std::string& snapshot) = 0;
+  virtual std::vector<Snapshot> Snapshots(const std::string& name) = 0;
+};
+
+// The backend called `kind` ("lxd", "fake", ...). Throws ss::Error(64) for an unknown kind.
+std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config);
+// The backends this build knows, in `auto` preference order.
+std::vector<std::string> BackendNames();
+// What `auto` picks on this machine: the first usable backend in preference order, with the
+// reason. Throws ss::Error(69) listing why each one cannot run.
+std::string ChooseBackend(const Config& config, std::string* reason);
+
+}  // namespace ss

@@ -1,0 +1,370 @@
+// The LXD backend: system containers driven through the `lxc` client (`lxc query` for the REST
+// API as JSON), so LXD remotes work as they do for `lxc` itself (lxd.remote: myserver).
+//
+// A sandbox is a container named after the sandbox, marked user.ss.sandbox=true (ss never
+// touches a container it did not create), with:
+//   - security.nesting=true, so docker runs inside;
+//   - raw.idmap "both <host uid> 1000": files in the shared projects folder are owned by
+//     `sandbox` inside and by the user outside, and git sees no "dubious ownership";
+//   - the projects folder as a disk device at /home/sandbox/projects;
+//   - an SSH proxy device: 127.0.0.1:<port> on the LXD host → the container's port 22;
+//   - the cloud-init NoCloud seed pushed into /var/lib/cloud/seed/nocloud before first boot.
+#include "backend_lxd.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "config.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "image.hpp"
+#include "json_out.hpp"
+#include "net.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "size.hpp"
+#include "strings.hpp"
+#include "timefmt.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kMarkKey = "user.ss.sandbox";
+constexpr int kSandboxUid = 1000;
+
+std::string CpuRange(int cpus) { return cpus <= 1 ? "0" : Cat("0-", cpus - 1); }
+
+}  // namespace
+
+LxdBackend::LxdBackend(std::string remote) : remote_(std::move(remote)) {}
+
+std::string LxdBackend::Ref(const std::string& name) const {
+  return remote_.empty() ? name : Cat(remote_, ":", name);
+}
+
+std::string LxdBackend::Lxc(const std::vector<std::string>& args, std::string_view what,
+                            std::chrono::seconds timeout) {
+  std::vector<std::string> argv{"lxc"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions options;
+  options.timeout = timeout;
+  ProcessResult r = Run(argv, options);
+  if (r.ok()) return r.out;
+  std::string err = std::string(Trim(r.err.empty() ? r.out : r.err));
+  if (err.rfind("Error: ", 0) == 0) err = err.substr(7);
+  if (r.timed_out) err = Cat("no answer from LXD after ", timeout.count(), "s");
+  throw Error(kExitUnavailable, Cat(what, ": ", err));
+}
+
+std::optional<Json> LxdBackend::Query(const std::string& path) {
+  std::vector<std::string> argv{"lxc", "query"};
+  argv.push_back(remote_.empty() ? path : Cat(remote_, ":", path));
+  ProcessOptions options;
+  options.timeout = std::chrono::seconds(30);
+  ProcessResult r = Run(argv, options);
+  if (!r.ok()) {
+    if (r.err.find("not found") != std::string::npos ||
+        r.err.find("Not Found") != std::string::npos) {
+      return std::nullopt;
+    }
+    throw Error(kExitUnavailable, Cat("LXD did not answer ", path, ": ", Trim(r.err)), {},
+                {"check the daemon: ss doctor"});
+  }
+  try {
+    return Json::parse(r.out);
+  } catch (const Json::exception& e) {
+    throw Error(kExitSoftware, Cat("LXD sent invalid JSON for ", path, ": ", e.what()));
+  }
+}
+
+Probe LxdBackend::CheckHost() {
+  Probe p;
+  if (!FindInPath("lxc")) {
+    p.reason = "the LXD client 'lxc' is not installed";
+    p.fix = "install and start LXD: ss vm setup --backend lxd";
+    return p;
+  }
+  ProcessOptions options;
+  options.timeout = std::chrono::seconds(10);
+  ProcessResult r =
+      Run({"lxc", "query", remote_.empty() ? "/1.0" : Cat(remote_, ":/1.0")}, options);
+  if (!r.ok()) {
+    std::string err(Trim(r.err));
+    if (remote_.empty()) {
+      p.reason = Cat("the LXD daemon is not running (", err.empty() ? "no answer" : err, ")");
+      p.fix = "start it: ss vm setup --backend lxd";
+    } else {
+      p.reason = Cat("LXD remote '", remote_, "' does not answer (", err, ")");
+      p.fix = Cat("check it: lxc info ", remote_, ":");
+    }
+    return p;
+  }
+  p.usable = true;
+  try {
+    Json info = Json::parse(r.out);
+    p.reason = Cat("LXD ", info["environment"].value("server_version", "?"),
+                   remote_.empty() ? " (local)" : Cat(" on remote '", remote_, "'"));
+  } catch (const Json::exception&) {
+    p.reason = "LXD answers";
+  }
+  return p;
+}
+
+Json LxdBackend::Instance(const std::string& name) {
+  auto inst = Query(Cat("/1.0/instances/", name));
+  if (!inst) return Json();
+  if ((*inst)["config"].value(kMarkKey, "") != "true") {
+    throw Error(kExitCantCreate,
+                Cat("LXD already has an instance called '", name, "' that ss did not create"), {},
+                {"pick another sandbox name with --sandbox, or rename that instance"});
+  }
+  return *inst;
+}
+
+SandboxState LxdBackend::State(const std::string& name) {
+  Json inst = Instance(name);
+  if (inst.is_null()) return SandboxState::kNotExists;
+  int code = inst.value("status_code", 0);
+  switch (code) {
+    case 102:
+      return SandboxState::kStopped;
+    case 103:
+      return SandboxState::kRunning;
+    case 106:
+    case 107:
+    case 101:
+    case 104:
+    case 105:
+      return SandboxState::kStarting;
+    default:
+      return SandboxState::kBroken;  // 108 aborting, 109 freezing, 110 frozen, 112 error
+  }
+}
+
+void LxdBackend::EnsureImage(const std::string& image_id, const std::string& image_dir,
+                             Progress& progress) {
+  std::string alias = Cat("ss-", image_id);
+  if (Query(Cat("/1.0/images/aliases/", alias))) return;
+  progress.Step(Cat("importing image ", image_id, " into LXD"));
+  TempDir tmp(CacheDir());
+  std::string meta = Cat(tmp.path(), "/meta.tar");
+  std::string rootfs = Cat(tmp.path(), "/rootfs.tar");
+  WriteLxdMetadataTarball(image_dir, meta);
+  WriteRootfsTarball(image_dir, rootfs);
+  std::vector<std::string> args{"image", "import", meta, rootfs};
+  if (!remote_.empty()) args.push_back(remote_ + ":");
+  args.insert(args.end(), {"--alias", alias});
+  Lxc(args, Cat("cannot import image ", image_id, " into LXD"), std::chrono::seconds(900));
+}
+
+void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
+  EnsureImage(spec.image_id, spec.image_dir, progress);
+  progress.Step(Cat("creating LXD container '", spec.name, "'"));
+  std::string ref = Ref(spec.name);
+  Lxc({"init", Cat(remote_.empty() ? "" : remote_ + ":", "ss-", spec.image_id), ref, "-c",
+       "security.nesting=true", "-c", Cat(kMarkKey, "=true"), "-c",
+       Cat("raw.idmap=both ", spec.host_uid, " ", kSandboxUid)},
+      Cat("cannot create container '", spec.name, "'"), std::chrono::seconds(300));
+  try {
+    ApplyResources(spec.name, spec.resources);
+    for (const auto& m : spec.mounts) {
+      std::vector<std::string> args{"config",
+                                    "device",
+                                    "add",
+                                    ref,
+                                    m.name,
+                                    "disk",
+                                    Cat("source=", m.source),
+                                    Cat("path=", m.target)};
+      if (m.read_only) args.push_back("readonly=true");
+      Lxc(args, Cat("cannot share ", m.source, " into '", spec.name, "'"));
+    }
+    int port = FreeLoopbackPort();
+    Lxc({"config", "device", "add", ref, "ssh", "proxy",
+         Cat("listen=tcp:", remote_.empty() ? "127.0.0.1" : "0.0.0.0", ":", port),
+         "connect=tcp:127.0.0.1:22", "bind=host"},
+        Cat("cannot publish SSH of '", spec.name, "'"));
+    // The seed is pushed, never put on a command line: user-data holds the host private key.
+    TempDir seed;
+    AtomicWrite(Cat(seed.path(), "/user-data"), spec.user_data, 0600);
+    AtomicWrite(Cat(seed.path(), "/meta-data"), spec.meta_data, 0600);
+    for (const char* f : {"user-data", "meta-data"}) {
+      Lxc({"file", "push", "-p", "--mode", "0600", Cat(seed.path(), "/", f),
+           Cat(ref, "/var/lib/cloud/seed/nocloud/", f)},
+          Cat("cannot provision '", spec.name, "'"));
+    }
+    progress.Step(Cat("starting '", spec.name, "'"));
+    StartWithFreePort(spec.name);
+  } catch (...) {
+    // Never leave a half-made sandbox behind.
+    Run({"lxc", "delete", "--force", ref});
+    throw;
+  }
+}
+
+void LxdBackend::ApplyResources(const std::string& name, const Resources& r) {
+  std::string ref = Ref(name);
+  std::vector<std::string> args{"config", "set", ref};
+  if (r.cpus > 0) args.push_back(Cat("limits.cpu=", CpuRange(r.cpus)));
+  if (r.memory > 0) args.push_back(Cat("limits.memory=", r.memory / kMiB, "MiB"));
+  if (args.size() > 3) Lxc(args, Cat("cannot set the resources of '", name, "'"));
+  if (r.disk > 0) {
+    // A size on the root disk needs a pool with quotas (btrfs, zfs, lvm); a dir pool has none.
+    ProcessResult set = Run(
+        {"lxc", "config", "device", "override", ref, "root", Cat("size=", r.disk / kMiB, "MiB")});
+    if (!set.ok()) {
+      set =
+          Run({"lxc", "config", "device", "set", ref, "root", Cat("size=", r.disk / kMiB, "MiB")});
+    }
+    if (!set.ok()) Debug(Cat("lxd: disk size not applied: ", Trim(set.err)));
+  }
+}
+
+void LxdBackend::StartWithFreePort(const std::string& name) {
+  std::string ref = Ref(name);
+  for (int attempt = 0;; ++attempt) {
+    ProcessOptions options;
+    options.timeout = std::chrono::seconds(120);
+    ProcessResult r = Run({"lxc", "start", ref}, options);
+    if (r.ok()) return;
+    std::string err(Trim(r.err));
+    // The SSH port can be taken while the sandbox was stopped: pick another and retry.
+    bool port_taken = err.find("address already in use") != std::string::npos;
+    if (port_taken && attempt < 5) {
+      Lxc({"config", "device", "set", ref, "ssh",
+           Cat("listen=tcp:", remote_.empty() ? "127.0.0.1" : "0.0.0.0", ":", FreeLoopbackPort())},
+          Cat("cannot publish SSH of '", name, "'"));
+      continue;
+    }
+    if (err.rfind("Error: ", 0) == 0) err = err.substr(7);
+    throw Error(kExitUnavailable, Cat("cannot start '", name, "': ", err), {},
+                {Cat("see the container's log: lxc info --show-log ", ref)});
+  }
+}
+
+void LxdBackend::Start(const std::string& name, const Resources& resources) {
+  ApplyResources(name, resources);
+  StartWithFreePort(name);
+}
+
+void LxdBackend::Stop(const std::string& name, std::chrono::seconds timeout) {
+  std::string ref = Ref(name);
+  // A plain stop right after a start can wait forever (the halt signal arrives before systemd
+  // handles it): always bound it, then force.
+  ProcessOptions options;
+  options.timeout = timeout + std::chrono::seconds(5);
+  ProcessResult r =
+      Run({"lxc", "stop", ref, "--timeout", std::to_string(timeout.count())}, options);
+  if (r.ok() || State(name) == SandboxState::kStopped) return;
+  Debug(Cat("lxd: graceful stop failed (", Trim(r.err), "); forcing"));
+  Lxc({"stop", ref, "--force"}, Cat("cannot stop '", name, "'"));
+}
+
+void LxdBackend::Delete(const std::string& name) {
+  if (Instance(name).is_null()) return;
+  Lxc({"delete", "--force", Ref(name)}, Cat("cannot delete '", name, "'"),
+      std::chrono::seconds(120));
+}
+
+SandboxStatus LxdBackend::Status(const std::string& name) {
+  SandboxStatus s;
+  Json inst = Instance(name);
+  if (inst.is_null()) return s;
+  s.state = State(name);
+  const Json& config = inst["expanded_config"];
+  std::string cpu = config.value("limits.cpu", "");
+  if (!cpu.empty()) {
+    auto dash = cpu.find('-');
+    s.limits.cpus = dash == std::string::npos
+                        ? 1
+                        : std::stoi(cpu.substr(dash + 1)) - std::stoi(cpu.substr(0, dash)) + 1;
+  }
+  std::string mem = config.value("limits.memory", "");
+  if (mem.size() > 3 && mem.substr(mem.size() - 3) == "MiB")
+    s.limits.memory = std::stoll(mem) * kMiB;
+  std::string disk = inst["expanded_devices"]["root"].value("size", "");
+  if (disk.size() > 3 && disk.substr(disk.size() - 3) == "MiB")
+    s.limits.disk = std::stoll(disk) * kMiB;
+  if (s.state != SandboxState::kRunning) return s;
+  auto state = Query(Cat("/1.0/instances/", name, "/state"));
+  if (state) {
+    s.memory_used = (*state)["memory"].value("usage", int64_t{-1});
+    if ((*state).contains("disk") && (*state)["disk"].is_object() &&
+        (*state)["disk"].contains("root")) {
+      s.disk_used = (*state)["disk"]["root"].value("usage", int64_t{-1});
+    }
+    for (auto& [ifname, iface] : (*state)["network"].items()) {
+      if (iface.value("type", "") == "loopback") continue;
+      for (auto& addr : iface["addresses"]) {
+        if (addr.value("family", "") == "inet" && addr.value("scope", "") == "global") {
+          s.address = addr.value("address", "");
+        }
+      }
+    }
+  }
+  if (auto started = ParseRfc3339(inst.value("last_used_at", ""))) {
+    s.uptime_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now() - *started)
+                           .count();
+  }
+  return s;
+}
+
+SshTarget LxdBackend::Ssh(const std::string& name) {
+  Json inst = Instance(name);
+  if (inst.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  std::string listen = inst["expanded_devices"]["ssh"].value("listen", "");
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    throw Error(kExitSoftware, Cat("container '", name, "' has no SSH proxy device"), {},
+                {Cat("recreate it: ss vm reset --sandbox ", name)});
+  }
+  SshTarget t;
+  t.port = std::stoi(listen.substr(colon + 1));
+  t.host = "127.0.0.1";
+  if (!remote_.empty()) {
+    // The proxy listens on the remote LXD host: reach it at the remote's address.
+    std::string url(
+        Trim(RunChecked({"lxc", "remote", "get-url", remote_}, "cannot read the LXD remote")));
+    auto start = url.find("://");
+    std::string hostport = start == std::string::npos ? url : url.substr(start + 3);
+    t.host = hostport.substr(0, hostport.rfind(':'));
+    if (!t.host.empty() && t.host.front() == '[') t.host = t.host.substr(1, t.host.size() - 2);
+  }
+  return t;
+}
+
+void LxdBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
+  Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
+      std::chrono::seconds(300));
+}
+
+void LxdBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
+  Lxc({"restore", Ref(name), snapshot}, Cat("cannot restore '", name, "' to '", snapshot, "'"),
+      std::chrono::seconds(300));
+}
+
+void LxdBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
+  Lxc({"delete", Cat(Ref(name), "/", snapshot)}, Cat("cannot delete snapshot '", snapshot, "'"));
+}
+
+std::vector<Snapshot> LxdBackend::Snapshots(const std::string& name) {
+  std::vector<Snapshot> out;
+  auto snaps = Query(Cat("/1.0/instances/", name, "/snapshots?recursion=1"));
+  if (!snaps) return out;
+  for (const auto& s : *snaps) {
+    Snapshot snap;
+    snap.name = s.value("name", "");
+    if (auto t = ParseRfc3339(s.value("created_at", ""))) snap.created = *t;
+    out.push_back(snap);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Snapshot& a, const Snapshot& b) { return a.created < b.created; });
+  return out;
+}
+
+}  // namespace ss

@@ -1,0 +1,44 @@
+// The LXD backend (see backend_lxd.cpp for what a sandbox is made of).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "backend.hpp"
+#include "json_out.hpp"
+
+namespace ss {
+
+class LxdBackend : public Backend {
+ public:
+  // `remote` is an LXD remote name ("" for the local daemon).
+  explicit LxdBackend(std::string remote);
+
+  std::string Name() const override { return "lxd"; }
+  Probe CheckHost() override;
+  SandboxState State(const std::string& name) override;
+  void Create(const SandboxSpec& spec, Progress& progress) override;
+  void Start(const std::string& name, const Resources& resources) override;
+  void Stop(const std::string& name, std::chrono::seconds timeout) override;
+  void Delete(const std::string& name) override;
+  SandboxStatus Status(const std::string& name) override;
+  SshTarget Ssh(const std::string& name) override;
+  void TakeSnapshot(const std::string& name, const std::string& snapshot) override;
+  void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
+  void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
+  std::vector<Snapshot> Snapshots(const std::string& name) override;
+
+ private:
+  std::string Ref(const std::string& name) const;  // "remote:name" or "name"
+  std::string Lxc(const std::vector<std::string>& args, std::string_view what,
+                  std::chrono::seconds timeout = std::chrono::seconds(60));
+  std::optional<Json> Query(const std::string& path);  // nullopt: 404
+  Json Instance(const std::string& name);              // null: no such instance
+  void EnsureImage(const std::string& image_id, const std::string& image_dir, Progress& progress);
+  void ApplyResources(const std::string& name, const Resources& resources);
+  void StartWithFreePort(const std::string& name);
+
+  std::string remote_;
+};
+
+}  // namespace ss

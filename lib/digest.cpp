@@ -1,0 +1,74 @@
+#include "digest.hpp"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "error.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+using CtxPtr = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+
+std::string DigestFile(const std::string& path, const EVP_MD* md) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(errno)));
+  CtxPtr ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), md, nullptr);
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), out, &len);
+  return std::string(reinterpret_cast<char*>(out), len);
+}
+
+std::string Hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
+  return Hex(std::string(reinterpret_cast<char*>(out), len));
+}
+
+std::string Sha256FileHex(const std::string& path) { return Hex(DigestFile(path, EVP_sha256())); }
+
+std::string Sha512IntegrityOfFile(const std::string& path) {
+  std::string raw = DigestFile(path, EVP_sha512());
+  std::string b64(4 * ((raw.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                          reinterpret_cast<const unsigned char*>(raw.data()),
+                          static_cast<int>(raw.size()));
+  b64.resize(static_cast<size_t>(n));
+  return "sha512-" + b64;
+}
+
+}  // namespace ss

@@ -1,0 +1,329 @@
+#include "host_setup.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "error.hpp"
+#include "fs.hpp"
+#include "json_out.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "resources.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+const std::vector<std::string> kLxdPackages = {
+    "lxd",      "lxd-client", "lxcfs",  "btrfs-progs",    "dnsmasq-base",
+    "iptables", "nftables",   "uidmap", "squashfs-tools", "attr"};
+
+std::string DaemonsFile() { return "/run/ss-daemons.json"; }
+
+void RequireRoot(const std::string& what) {
+  if (::geteuid() != 0) {
+    throw Error(kExitNoPerm, Cat(what, " needs root"), {}, {"run it with sudo: sudo ss vm setup"});
+  }
+}
+
+bool Installed(const std::string& package) {
+  ProcessResult r = Run({"dpkg-query", "-W", "-f", "${Status}", package});
+  return r.ok() && r.out.find("install ok installed") != std::string::npos;
+}
+
+void AptInstall(const std::vector<std::string>& packages, Progress& progress, SetupReport& report) {
+  std::vector<std::string> missing;
+  for (const auto& p : packages) {
+    if (!Installed(p)) missing.push_back(p);
+  }
+  if (missing.empty()) return;
+  RequireRoot("installing packages");
+  progress.Step(Cat("apt-get install ", Join(missing, " ")));
+  ProcessOptions o;
+  o.env = {{"DEBIAN_FRONTEND", "noninteractive"}};
+  o.timeout = std::chrono::minutes(20);
+  RunChecked({"apt-get", "-o", "DPkg::Lock::Timeout=600", "update", "-qq"}, "apt-get update failed",
+             o, kExitUnavailable);
+  std::vector<std::string> argv{"apt-get", "-o",  "DPkg::Lock::Timeout=600", "install",
+                                "-y",      "-qq", "--no-install-recommends"};
+  argv.insert(argv.end(), missing.begin(), missing.end());
+  RunChecked(argv, "apt-get install failed", o, kExitUnavailable);
+  report.done.push_back(Cat("installed ", Join(missing, ", ")));
+}
+
+bool LxdAnswers() {
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(5);
+  return FindInPath("lxc") && Run({"lxc", "query", "/1.0"}, o).ok();
+}
+
+Json ReadDaemons() {
+  auto text = ReadFileIfExists(DaemonsFile());
+  if (!text) return Json::object();
+  try {
+    return Json::parse(*text);
+  } catch (const Json::exception&) {
+    return Json::object();
+  }
+}
+
+void RecordDaemon(const std::string& name, pid_t pid) {
+  FileLock lock(DaemonsFile() + ".lock");
+  Json d = ReadDaemons();
+  d[name] = pid;
+  AtomicWrite(DaemonsFile(), DumpJson(d) + "\n", 0644);
+}
+
+bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+pid_t StartDaemon(const std::string& name, const std::vector<std::string>& argv,
+                  const std::string& log, SetupReport& report) {
+  ProcessOptions o;
+  o.new_session = true;
+  MakeDirs(Dirname(log));
+  pid_t pid = Spawn(argv, log, o);
+  RecordDaemon(name, pid);
+  report.started.emplace_back(name, pid);
+  report.done.push_back(Cat("started ", name, " (pid ", pid, ")"));
+  return pid;
+}
+
+// The host user (owner of the projects) must be mappable into containers: root's subordinate
+// id ranges, which LXD reads at start, need "root:<uid>:1".
+bool EnsureSubidMapping(uid_t uid, SetupReport& report) {
+  bool changed = false;
+  for (const char* file : {"/etc/subuid", "/etc/subgid"}) {
+    std::string text = ReadFileIfExists(file).value_or("");
+    std::string line = Cat("root:", uid, ":1");
+    bool present = false;
+    for (const auto& l : SplitLines(text)) present = present || l == line;
+    if (present) continue;
+    RequireRoot(Cat("editing ", file));
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    AtomicWrite(file, text + line + "\n", 0644);
+    report.done.push_back(Cat("added ", line, " to ", file));
+    changed = true;
+  }
+  return changed;
+}
+
+// Docker inside a container needs every cgroup v1 controller the kernel has to be mounted on the
+// host (systemd hosts mount them all); a controller left unmounted makes the container's
+// systemd mount it at the root, where the nested docker cannot create cgroups. Mounts the
+// missing ones; a cgroup2-only host needs nothing.
+void EnsureCgroupControllers(SetupReport& report) {
+  auto cgroups = ReadFileIfExists("/proc/cgroups");
+  auto mountinfo = ReadFileIfExists("/proc/self/mountinfo");
+  if (!cgroups || !mountinfo) return;
+  // mountinfo: "id parent dev root mountpoint options ... - fstype source superoptions"
+  bool v1 = false, read_only = false;
+  for (const auto& line : SplitLines(*mountinfo)) {
+    auto fields = Split(line, ' ');
+    auto dash = std::find(fields.begin(), fields.end(), "-");
+    if (fields.size() < 6 || dash == fields.end() || dash + 1 == fields.end()) continue;
+    if (fields[4] == "/sys/fs/cgroup" && *(dash + 1) == "tmpfs") {
+      v1 = true;
+      read_only = fields[5].rfind("ro", 0) == 0;
+    }
+  }
+  if (!v1) return;  // cgroup2 only: nothing to mount
+  std::vector<std::string> missing;
+  for (const auto& line : SplitLines(*cgroups)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto f = Split(line, '\t');
+    if (f.size() < 4 || f[1] != "0" || f[3] != "1") continue;  // mounted somewhere, or disabled
+    missing.push_back(f[0]);
+  }
+  if (missing.empty()) return;
+  RequireRoot("mounting cgroup controllers");
+  // The usual pairs share one hierarchy, as systemd mounts them.
+  std::vector<std::string> groups;
+  for (const auto& c : missing) {
+    if (c == "net_prio" || c == "cpuacct") continue;
+    if (c == "net_cls") {
+      groups.push_back("net_cls,net_prio");
+    } else if (c == "cpu") {
+      groups.push_back("cpu,cpuacct");
+    } else {
+      groups.push_back(c);
+    }
+  }
+  if (read_only) Run({"mount", "-o", "remount,rw", "/sys/fs/cgroup"});
+  for (const auto& g : groups) {
+    std::string dir = "/sys/fs/cgroup/" + g;
+    MakeDirs(dir);
+    ProcessResult r = Run({"mount", "-t", "cgroup", "-o", g, "cgroup", dir});
+    if (!r.ok()) {
+      Warn(Cat("could not mount the cgroup controller ", g, ": ", Trim(r.err)));
+      continue;
+    }
+    for (const auto& part : Split(g, ',')) {
+      if (part != g) ::symlink(g.c_str(), ("/sys/fs/cgroup/" + part).c_str());
+    }
+    report.done.push_back(
+        Cat("mounted the cgroup v1 controller ", g, " (docker inside sandboxes needs it)"));
+  }
+  if (read_only) Run({"mount", "-o", "remount,ro", "/sys/fs/cgroup"});
+}
+
+void WaitLxd(std::chrono::seconds timeout) {
+  ProcessOptions o;
+  o.timeout = timeout + std::chrono::seconds(5);
+  ProcessResult r = Run({"lxd", "waitready", Cat("--timeout=", timeout.count())}, o);
+  if (!r.ok() && !LxdAnswers()) {
+    throw Error(kExitUnavailable, "LXD did not come up", {Cat("  ", Trim(r.err))},
+                {"see /var/log/lxd/lxd.log"});
+  }
+}
+
+void StartLxdDaemons(SetupReport& report) {
+  RequireRoot("starting LXD");
+  if (HaveSystemd()) {
+    RunChecked({"systemctl", "start", "lxd"}, "cannot start lxd", {}, kExitUnavailable);
+    report.done.push_back("started lxd (systemctl)");
+    WaitLxd(std::chrono::seconds(60));
+    return;
+  }
+  if (FindInPath("lxcfs") && Run({"pgrep", "-x", "lxcfs"}).status != 0) {
+    MakeDirs("/var/lib/lxcfs");
+    StartDaemon("lxcfs", {"lxcfs", "/var/lib/lxcfs"}, "/var/log/lxd/lxcfs.log", report);
+  }
+  MakeDirs("/var/log/lxd");
+  StartDaemon("lxd", {"lxd", "--group", "lxd", "--logfile=/var/log/lxd/lxd.log"},
+              "/var/log/lxd/lxd.stdout", report);
+  WaitLxd(std::chrono::seconds(60));
+}
+
+void RestartLxd(SetupReport& report) {
+  if (HaveSystemd()) {
+    RunChecked({"systemctl", "restart", "lxd"}, "cannot restart lxd", {}, kExitUnavailable);
+  } else {
+    // SIGTERM leaves the containers running; the new daemon takes them over.
+    ProcessResult pids = Run({"pgrep", "-x", "lxd"});
+    for (const auto& p : SplitLines(pids.out)) ::kill(std::stoi(p), SIGTERM);
+    for (int i = 0; i < 100 && Run({"pgrep", "-x", "lxd"}).ok(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    MakeDirs("/var/log/lxd");
+    StartDaemon("lxd", {"lxd", "--group", "lxd", "--logfile=/var/log/lxd/lxd.log"},
+                "/var/log/lxd/lxd.stdout", report);
+  }
+  WaitLxd(std::chrono::seconds(60));
+  report.done.push_back("restarted lxd to load the new id mapping");
+}
+
+// A fresh LXD (no root disk or network in the default profile) gets a pool (btrfs on a loop
+// file, or a plain directory where btrfs cannot be used), a NAT bridge and a default profile.
+void InitialiseLxd(Progress& progress, SetupReport& report) {
+  ProcessResult profile = Run({"lxc", "query", "/1.0/profiles/default"});
+  if (profile.ok()) {
+    Json p = Json::parse(profile.out);
+    bool has_root = false, has_nic = false;
+    for (auto& [name, dev] : p["devices"].items()) {
+      has_root = has_root || (dev.value("type", "") == "disk" && dev.value("path", "") == "/");
+      has_nic = has_nic || dev.value("type", "") == "nic";
+    }
+    if (has_root && has_nic) return;  // the user's (or an earlier) set-up: leave it as it is
+  }
+  RequireRoot("initialising LXD");
+  for (const char* driver : {"btrfs", "dir"}) {
+    progress.Step(Cat("initialising LXD (", driver, " storage pool, NAT bridge)"));
+    std::string preseed =
+        RenderTemplate(RequireResource("lib/templates/lxd-preseed.yaml"),
+                       {{"driver", driver},
+                        {"pool_config", std::string(driver) == "btrfs" ? "{size: 30GiB}" : "{}"}});
+    ProcessOptions o;
+    o.input = preseed;
+    o.timeout = std::chrono::minutes(2);
+    ProcessResult r = Run({"lxd", "init", "--preseed"}, o);
+    if (r.ok()) {
+      report.done.push_back(Cat("initialised LXD: ", driver, " pool 'default', bridge 'lxdbr0'"));
+      return;
+    }
+    Debug(Cat("lxd init with ", driver, " failed: ", r.err));
+    // Undo what a half-applied preseed left before the fallback.
+    Run({"lxc", "profile", "device", "remove", "default", "root"});
+    Run({"lxc", "storage", "delete", "default"});
+  }
+  throw Error(kExitUnavailable, "cannot initialise LXD (neither a btrfs nor a dir pool worked)", {},
+              {"see /var/log/lxd/lxd.log"});
+}
+
+// The host uid whose files the sandbox user owns: the projects folder's owner.
+uid_t ProjectsUid() {
+  struct stat st;
+  if (::stat(EnsureProjectsDir().c_str(), &st) != 0) return ProjectsOwner().uid;
+  return st.st_uid;
+}
+
+}  // namespace
+
+bool HaveSystemd() {
+  struct stat st;
+  return ::stat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+SetupReport SetupLxd(Progress& progress) {
+  SetupReport report;
+  AptInstall(kLxdPackages, progress, report);
+  EnsureCgroupControllers(report);
+  uid_t uid = ProjectsUid();
+  bool mapping_changed = false;
+  if (uid == 0) {
+    Warn(Cat(ProjectsDir(),
+             " belongs to root: LXD sandboxes cannot use it (root is never mapped into one)"));
+  } else {
+    mapping_changed = EnsureSubidMapping(uid, report);
+  }
+  if (!LxdAnswers()) {
+    progress.Step("starting LXD");
+    StartLxdDaemons(report);
+  } else if (mapping_changed) {
+    progress.Step("restarting LXD");
+    RestartLxd(report);
+  }
+  InitialiseLxd(progress, report);
+  return report;
+}
+
+SetupReport TeardownLxd(Progress& progress) {
+  SetupReport report;
+  Json daemons = ReadDaemons();
+  pid_t lxd = daemons.value("lxd", 0);
+  if (Alive(lxd)) {
+    progress.Step("stopping LXD and its containers");
+    ProcessOptions o;
+    o.timeout = std::chrono::minutes(2);
+    Run({"lxd", "shutdown"}, o);
+    for (int i = 0; i < 100 && Alive(lxd); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (Alive(lxd)) ::kill(lxd, SIGKILL);
+    report.done.push_back(Cat("stopped lxd (pid ", lxd, ")"));
+    // LXD removes its bridge on shutdown but leaves its firewall table behind.
+    if (FindInPath("nft") && Run({"nft", "list", "table", "inet", "lxd"}).ok()) {
+      Run({"nft", "delete", "table", "inet", "lxd"});
+      report.done.push_back("removed nftables table 'inet lxd'");
+    }
+  }
+  pid_t lxcfs = daemons.value("lxcfs", 0);
+  if (Alive(lxcfs)) {
+    ::kill(lxcfs, SIGTERM);
+    for (int i = 0; i < 50 && Alive(lxcfs); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Run({"fusermount", "-u", "/var/lib/lxcfs"});
+    report.done.push_back(Cat("stopped lxcfs (pid ", lxcfs, ")"));
+  }
+  if (PathExists(DaemonsFile())) {
+    daemons.erase("lxd");
+    daemons.erase("lxcfs");
+    AtomicWrite(DaemonsFile(), DumpJson(daemons) + "\n", 0644);
+  }
+  return report;
+}
+
+}  // namespace ss

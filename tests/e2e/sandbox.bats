@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# One sandbox, end to end, on the backend in $SS_E2E_BACKEND: created from the image, reached
+# with a pinned host key, tools present, the projects folder shared both ways with the right
+# owners, git and docker working inside, then stop / start / status / reset / delete.
+# CTest runs this file once per backend this machine can run.
+
+load helpers
+
+setup_file() {
+  : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
+  e2e_home
+  export SANDBOX="e2e-$SS_E2E_BACKEND-$$"
+  ss vm setup --backend "$SS_E2E_BACKEND" --json > "$BATS_FILE_TMPDIR/setup.json"
+  ss vm image build >&3 2>&1
+}
+
+teardown_file() {
+  ss vm delete --sandbox "$SANDBOX" --yes || true
+}
+
+setup() {
+  export HOME="$BATS_FILE_TMPDIR/home" SS_HOME="$BATS_FILE_TMPDIR/home/super-sandbox"
+}
+
+@test "start creates the sandbox from the image and waits until it is ready" {
+  run --separate-stderr ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND"
+  assert_success
+  assert_output "Started."
+  [[ "$stderr" == "Starting VM..."* ]]
+  run ss vm status --sandbox "$SANDBOX" --json
+  assert_success
+  echo "$output" | jq -e --arg b "$SS_E2E_BACKEND" '.kind == "SandboxStatus" and .state == "running" and .backend == $b'
+  echo "$output" | jq -e '.memory_used_bytes > 0 and .disk_used_bytes > 0 and .uptime_seconds >= 0'
+  echo "$output" | jq -e '.agent_logged_in == false'
+}
+
+@test "OpenSSH reaches it with the pinned host key and the install's key, no password" {
+  run sandbox_ssh "$SANDBOX" id -un
+  assert_success
+  assert_output "sandbox"
+  # The pinned key is the one the sandbox presents: a wrong pin is refused.
+  kh="$SS_HOME/.ss/sandboxes/$SANDBOX/known_hosts"
+  cp "$kh" "$BATS_TEST_TMPDIR/kh.bak"
+  sed -i 's/ssh-ed25519 .*/ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhI4F8fM0u1B3Hlq4H9t5y9tY7zV7jW8M2r3M0nJ9Zk/' "$kh"
+  run sandbox_ssh "$SANDBOX" true
+  assert_failure
+  cp "$BATS_TEST_TMPDIR/kh.bak" "$kh"
+  port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
+  run ssh -o BatchMode=yes -o PubkeyAuthentication=no -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null -o PreferredAuthentications=password,keyboard-interactive \
+    -p "$port" sandbox@127.0.0.1 true
+  assert_failure
+}
+
+@test "the agent and the tools are in the image" {
+  run sandbox_ssh "$SANDBOX" claude --version
+  assert_success
+  assert_output --regexp '^[0-9]+\.[0-9]+\.[0-9]+ \(Claude Code\)$'
+  run sandbox_ssh "$SANDBOX" gh --version
+  assert_success
+  run sandbox_ssh "$SANDBOX" node --version
+  assert_output --regexp '^v22\.'
+  run sandbox_ssh "$SANDBOX" chrome-devtools-mcp --version
+  assert_success
+  run sandbox_ssh "$SANDBOX" sudo -n true
+  assert_success
+}
+
+@test "the projects folder is shared read-write both ways with the right owners" {
+  mkdir -p "$SS_HOME/projects/shared"
+  echo "from host" > "$SS_HOME/projects/shared/host.txt"
+  run sandbox_ssh "$SANDBOX" stat -c '%U %s' /home/sandbox/projects/shared/host.txt
+  assert_success
+  assert_output "sandbox 10"
+  run sandbox_ssh "$SANDBOX" sh -c 'echo from-sandbox > /home/sandbox/projects/shared/box.txt && mkdir -p /home/sandbox/projects/shared/d/e'
+  assert_success
+  assert_file_exists "$SS_HOME/projects/shared/box.txt"
+  assert_equal "$(cat "$SS_HOME/projects/shared/box.txt")" "from-sandbox"
+  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/box.txt")" "$(stat -c %u "$SS_HOME/projects")"
+  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/d/e")" "$(stat -c %u "$SS_HOME/projects")"
+}
+
+@test "git status works inside a shared project (no dubious ownership)" {
+  mkdir -p "$SS_HOME/projects/gitproj"
+  git -C "$SS_HOME/projects/gitproj" init -q -b main
+  echo x > "$SS_HOME/projects/gitproj/f"
+  run sandbox_ssh "$SANDBOX" git -C /home/sandbox/projects/gitproj status --porcelain
+  assert_success
+  assert_output "?? f"
+  run sandbox_ssh "$SANDBOX" git -C /home/sandbox/projects/gitproj config init.defaultBranch
+  assert_output "main"
+}
+
+@test "docker runs a locally imported image inside the sandbox" {
+  mkdir -p "$SS_HOME/projects/dock"
+  busybox_tar "$SS_HOME/projects/dock/busybox.tar"
+  run sandbox_ssh "$SANDBOX" docker import /home/sandbox/projects/dock/busybox.tar ss-e2e-busybox
+  assert_success
+  run sandbox_ssh "$SANDBOX" docker run --rm --network none ss-e2e-busybox /bin/busybox echo hello-from-docker
+  assert_success
+  assert_output "hello-from-docker"
+}
+
+@test "status prints the spec's lines" {
+  mkdir -p "$SS_HOME/projects/alpha" "$SS_HOME/projects/beta"
+  run ss status --sandbox "$SANDBOX"
+  assert_success
+  assert_line --index 0 --regexp '^VM:        running \(uptime: [0-9]+[smhd]'
+  assert_line --index 1 --regexp '^CPU:       [0-9]+ cores?$'
+  assert_line --index 2 --regexp '^Memory:    [0-9.]+ [MG]B \([0-9.]+ [KMG]B used\)$'
+  assert_line --index 3 --regexp '^Disk:      [0-9.]+ [MGT]B \([0-9.]+ [KMG]B used\)$'
+  assert_line --index 4 --regexp '^Projects:  [0-9]+$'
+  assert_line --regexp '^Claude:    not logged in \(run: ss login\)$'
+  assert_line --regexp "^Backend:   $SS_E2E_BACKEND "
+}
+
+@test "stop, then start again, keeps what was installed" {
+  sandbox_ssh "$SANDBOX" sh -c 'echo kept > ~/marker'
+  run --separate-stderr ss stop --sandbox "$SANDBOX"
+  assert_success
+  assert_output "Stopped."
+  assert_equal "$stderr" "Stopping VM..."
+  run ss vm status --sandbox "$SANDBOX" --json
+  echo "$output" | jq -e '.state == "stopped"'
+  run ss stop --sandbox "$SANDBOX"
+  assert_output "Already stopped."
+  run ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+}
+
+@test "reset replaces the sandbox and keeps the projects" {
+  echo keep > "$SS_HOME/projects/shared/keep.txt"
+  run ss reset --sandbox "$SANDBOX" </dev/null
+  assert_failure 64
+  run --separate-stderr ss reset --sandbox "$SANDBOX" --yes
+  assert_success
+  assert_output "Done."
+  run sandbox_ssh "$SANDBOX" test -e /home/sandbox/marker
+  assert_failure
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/projects/shared/keep.txt
+  assert_output "keep"
+}
+
+@test "delete removes it; the projects stay" {
+  run ss vm delete --sandbox "$SANDBOX" --yes
+  assert_success
+  assert_output "Deleted: $SANDBOX"
+  run ss vm status --sandbox "$SANDBOX" --json
+  echo "$output" | jq -e '.state == "not-exists"'
+  assert_file_exists "$SS_HOME/projects/shared/keep.txt"
+}
