@@ -115,6 +115,7 @@ int Main(const Args& args) {
   if (i >= args.size()) throw Error(kExitUsage, "no command");
   std::string command = args[i++];
   std::vector<std::string> rest(args.begin() + static_cast<long>(i), args.end());
+  if (!rest.empty() && rest[0] == "--") rest.erase(rest.begin());
 
   if (command == "keygen" && rest.size() == 2) {
     WriteKeyPair(rest[0], GenerateEd25519Key(rest[1]));
