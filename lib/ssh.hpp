@@ -108,7 +108,24 @@ using TargetChooser = std::function<std::optional<SocketAddress>()>;
 
 namespace ssh_detail {
 class Mux;
-}
+class Channel;
+}  // namespace ssh_detail
+
+// A command started without waiting for it (ExecAsync, ExecStreamAsync). Copyable; harmless
+// once the command has ended.
+class SshChannel {
+ public:
+  SshChannel() = default;
+  explicit SshChannel(std::weak_ptr<ssh_detail::Channel> channel) : channel_(std::move(channel)) {}
+  // Closes the channel now: the remote command loses its stdin and stdout.
+  void Close();
+  // Sends SIGNAL to the remote command (sshd honours it for users other than root).
+  bool SendSignal(int sig);
+  bool running() const;
+
+ private:
+  std::weak_ptr<ssh_detail::Channel> channel_;
+};
 
 class SshConnection {
  public:
@@ -129,14 +146,21 @@ class SshConnection {
   ExecResult Exec(const std::vector<std::string>& argv, const ExecOptions& options = {});
   // The same without waiting: `done` is called on the loop's thread (with an error message when
   // the command could not be run) while one of the running calls below runs the loop.
-  void ExecAsync(const std::vector<std::string>& argv, const ExecOptions& options,
-                 std::function<void(ExecResult, std::string error)> done);
+  SshChannel ExecAsync(const std::vector<std::string>& argv, const ExecOptions& options,
+                       std::function<void(ExecResult, std::string error)> done);
 
   // Runs argv without a PTY, our stdin to its stdin, its stdout and stderr to ours, separately.
   // SIGINT, SIGTERM and SIGHUP are passed on to the remote command; the same signal a second
   // time closes the session (ss::Error with 128 + signal). Returns the remote exit status (141
   // when our stdout was closed); throws ss::Error(255) on our own failures.
   int ExecStream(const std::vector<std::string>& argv, const StreamOptions& options = {});
+  // Without waiting and without signal handling: the command's stdin comes from in_fd (any
+  // descriptor: a pipe, a socket; -1 for none) and its stdout and stderr go to out_fd and
+  // err_fd, until the command ends or Close(); `done` gets its exit status (as ExecResult's), or
+  // an error message. The descriptors are used through duplicates made non-blocking, which also
+  // makes the originals non-blocking (they share the open file): see FdFlagsGuard.
+  SshChannel ExecStreamAsync(const std::vector<std::string>& argv, const StreamOptions& options,
+                             std::function<void(int status, std::string error)> done);
 
   // An interactive session with a PTY: the terminal in raw mode (restored on every way out),
   // window size at start and on SIGWINCH, TERM passed, keys (Ctrl-C included) go to the remote

@@ -23,8 +23,24 @@ using ssh_detail::Source;
 using ssh_detail::StringSink;
 using ssh_detail::StringSource;
 
-void SshConnection::ExecAsync(const std::vector<std::string>& argv, const ExecOptions& options,
-                              std::function<void(ExecResult, std::string)> done) {
+void SshChannel::Close() {
+  if (auto c = channel_.lock()) c->Close();
+}
+
+bool SshChannel::SendSignal(int sig) {
+  auto c = channel_.lock();
+  const char* name = SignalName(sig);
+  return c && name && c->SendSignal(name);
+}
+
+bool SshChannel::running() const {
+  auto c = channel_.lock();
+  return c && !c->done();
+}
+
+SshChannel SshConnection::ExecAsync(const std::vector<std::string>& argv,
+                                    const ExecOptions& options,
+                                    std::function<void(ExecResult, std::string)> done) {
   if (argv.empty()) throw Error(kExitSoftware, "no command to run");
   RemoteCommand cmd = BuildRemoteCommand(argv, options.cwd, options.secret_env, false, {});
   auto out = std::make_shared<StringSink>();
@@ -44,7 +60,7 @@ void SshConnection::ExecAsync(const std::vector<std::string>& argv, const ExecOp
     r.err = std::move(err->text);
     done(std::move(r), end.error);
   };
-  mux_->Start(std::move(spec));
+  return SshChannel(mux_->Start(std::move(spec)));
 }
 
 ExecResult SshConnection::Exec(const std::vector<std::string>& argv, const ExecOptions& options) {
@@ -66,45 +82,58 @@ ExecResult SshConnection::Exec(const std::vector<std::string>& argv, const ExecO
   return std::move(*state->result);
 }
 
-int SshConnection::ExecStream(const std::vector<std::string>& argv, const StreamOptions& options) {
+SshChannel SshConnection::ExecStreamAsync(const std::vector<std::string>& argv,
+                                          const StreamOptions& options,
+                                          std::function<void(int, std::string)> done) {
   if (argv.empty()) throw Error(kExitSoftware, "no command to run");
   RemoteCommand cmd = BuildRemoteCommand(argv, options.cwd, options.secret_env, false, {});
-  ssh_detail::ScopedIgnoreSignal no_sigpipe(SIGPIPE);  // a closed stdout is an error to handle
-  std::vector<std::unique_ptr<FdFlagsGuard>> flags;
-  for (int fd : {options.in_fd, options.out_fd, options.err_fd}) {
-    if (fd >= 0) flags.push_back(std::make_unique<FdFlagsGuard>(fd));
-  }
   asio::io_context& io = mux_->io();
-  struct State {
-    bool done = false;
-    ChannelEnd end;
-    int interrupted = 0;
-    std::set<int> forwarded;
-  };
-  auto state = std::make_shared<State>();
-
   ChannelSpec spec = ssh_detail::SessionSpec(options.env, cmd, std::nullopt);
   std::vector<std::shared_ptr<Source>> parts;
   if (!cmd.preamble.empty()) parts.push_back(std::make_shared<StringSource>(cmd.preamble));
   if (options.in_fd >= 0) parts.push_back(std::make_shared<FdIo>(io, options.in_fd));
   if (!parts.empty()) spec.in = std::make_shared<ChainSource>(std::move(parts));
-  spec.out = std::make_shared<FdIo>(io, options.out_fd);
-  spec.err = std::make_shared<FdIo>(io, options.err_fd);
-  spec.on_end = [state](const ChannelEnd& end) {
-    state->end = end;
-    state->done = true;
+  if (options.out_fd >= 0) spec.out = std::make_shared<FdIo>(io, options.out_fd);
+  if (options.err_fd >= 0) spec.err = std::make_shared<FdIo>(io, options.err_fd);
+  spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
+    if (!end.error.empty()) {
+      done(kExitRemote, end.lost ? lost : end.error);
+    } else if (end.output_failed && end.exit_status < 0) {
+      done(128 + SIGPIPE, {});  // our reader went away first, as with a local pipeline
+    } else {
+      done(RemoteExitStatus(end.exit_status, end.exit_signal), {});
+    }
   };
-  auto channel = mux_->Start(std::move(spec));
+  return SshChannel(mux_->Start(std::move(spec)));
+}
+
+int SshConnection::ExecStream(const std::vector<std::string>& argv, const StreamOptions& options) {
+  ssh_detail::ScopedIgnoreSignal no_sigpipe(SIGPIPE);  // a closed stdout is an error to handle
+  std::vector<std::unique_ptr<FdFlagsGuard>> flags;
+  for (int fd : {options.in_fd, options.out_fd, options.err_fd}) {
+    if (fd >= 0) flags.push_back(std::make_unique<FdFlagsGuard>(fd));
+  }
+  struct State {
+    std::optional<int> status;
+    std::string error;
+    int interrupted = 0;
+    std::set<int> forwarded;
+  };
+  auto state = std::make_shared<State>();
+  SshChannel channel = ExecStreamAsync(argv, options, [state](int status, std::string error) {
+    state->status = status;
+    state->error = std::move(error);
+  });
 
   // The first SIGINT, SIGTERM or SIGHUP goes to the remote command; the same one again ends the
   // session from our side.
-  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  asio::signal_set signals(mux_->io(), SIGINT, SIGTERM, SIGHUP);
   std::function<void()> arm = [&] {
     signals.async_wait([&](const asio::error_code& ec, int sig) {
       if (ec) return;
-      if (state->forwarded.count(sig) || !channel->SendSignal(SignalName(sig))) {
+      if (state->forwarded.count(sig) || !channel.SendSignal(sig)) {
         state->interrupted = sig;
-        channel->Close();
+        channel.Close();
         return;
       }
       state->forwarded.insert(sig);
@@ -112,20 +141,19 @@ int SshConnection::ExecStream(const std::vector<std::string>& argv, const Stream
     });
   };
   arm();
-  mux_->RunUntil([&] { return state->done; });
+  mux_->RunUntil([&] { return state->status.has_value(); });
   signals.cancel();
 
   if (state->interrupted) {
     throw Error(128 + state->interrupted,
                 Cat("interrupted: SIG", SignalName(state->interrupted), " twice"));
   }
-  if (!state->end.error.empty()) {
-    if (state->end.lost) throw Error(kExitRemote, mux_->lost_message());
+  if (!state->error.empty()) {
+    if (mux_->lost()) throw Error(kExitRemote, state->error);
     throw Error(kExitRemote, Cat("cannot run '", argv[0], "' in ", Subject()),
-                {Cat("  ", state->end.error)});
+                {Cat("  ", state->error)});
   }
-  if (state->end.output_failed && state->end.exit_status < 0) return 128 + SIGPIPE;
-  return RemoteExitStatus(state->end.exit_status, state->end.exit_signal);
+  return *state->status;
 }
 
 }  // namespace ss

@@ -67,6 +67,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   bool SendSignal(const char* name);
   void ChangePtySize(int cols, int rows);
   bool is_open() const { return state_ == kOpen; }
+  bool done() const { return state_ == kDone; }
   // Wakes the loop to look at this channel again (a gated source was opened).
   void Poke();
 

@@ -401,3 +401,79 @@ TEST(SshLost, FrozenServerIsNoticedByKeepalives) {
 
 }  // namespace
 }  // namespace ss
+
+namespace ss {
+namespace {
+
+// A remote command spliced to a host socket, as a tunnel helper in the sandbox would be.
+TEST(SshStreamAsync, CommandSplicedToASocketUntilClosed) {
+  TestSshd sshd;
+  SshConnection conn(sshd.endpoint(), Named());
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  StreamOptions o;
+  o.in_fd = pair[1];
+  o.out_fd = pair[1];
+  o.err_fd = -1;
+  std::optional<int> status;
+  std::string error;
+  SshChannel cat = conn.ExecStreamAsync({"cat"}, o, [&](int s, std::string e) {
+    status = s;
+    error = std::move(e);
+  });
+  ::close(pair[1]);  // the channel has its own duplicate
+  std::string reply;
+  std::thread peer([&] {
+    std::string msg(300000, 'm');
+    ::write(pair[0], msg.data(), msg.size());
+    char buf[65536];
+    while (reply.size() < msg.size()) {
+      ssize_t n = ::read(pair[0], buf, sizeof buf);
+      if (n <= 0) break;
+      reply.append(buf, static_cast<size_t>(n));
+    }
+    ::shutdown(pair[0], SHUT_WR);  // end of the command's input: cat ends
+  });
+  EXPECT_TRUE(cat.running());
+  while (!status) conn.Exec({"true"});  // Exec runs the loop, which serves `cat` meanwhile
+  peer.join();
+  ::close(pair[0]);
+  EXPECT_EQ(*status, 0);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(reply.size(), 300000u);
+  EXPECT_FALSE(cat.running());
+
+  // A helper that lives exactly as long as the host holds its stdin open (the watchdog of a
+  // tunnel's listener in the sandbox): closing the pipe ends the helper and what it started.
+  auto helper_alive = [] {
+    for (const auto& cmdline : testing::AllCommandLines()) {
+      if (cmdline == std::string("sleep") + '\0' + "31.5" + '\0') return true;
+    }
+    return false;
+  };
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  std::optional<int> watchdog_status;
+  StreamOptions watch;
+  watch.in_fd = pipe_fds[0];
+  watch.out_fd = -1;
+  watch.err_fd = -1;
+  SshChannel watchdog =
+      conn.ExecStreamAsync({"sh", "-c", "sleep 31.5 & p=$!; cat >/dev/null; kill $p"}, watch,
+                           [&](int s, std::string) { watchdog_status = s; });
+  ::close(pipe_fds[0]);
+  for (int i = 0; i < 100 && !helper_alive(); ++i) conn.Exec({"true"});
+  EXPECT_TRUE(helper_alive());
+  EXPECT_TRUE(watchdog.running());
+  ::close(pipe_fds[1]);
+  auto start = std::chrono::steady_clock::now();
+  while (!watchdog_status) conn.Exec({"true"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(*watchdog_status, 0);
+  EXPECT_FALSE(watchdog.running());
+  for (int i = 0; i < 100 && helper_alive(); ++i) conn.Exec({"true"});
+  EXPECT_FALSE(helper_alive());
+}
+
+}  // namespace
+}  // namespace ss
