@@ -15,6 +15,8 @@ sshd_start() {
   "$SS_SSH_TEST" keygen "$SSHD_DIR/host_key" ss-test-host
   "$SS_SSH_TEST" keygen "$SSHD_DIR/id_ed25519" ss-test-client
   cp "$SSHD_DIR/id_ed25519.pub" "$SSHD_DIR/authorized_keys"
+  # A stock sshd has host keys of several types; only the ed25519 one is pinned.
+  ssh-keygen -q -t ecdsa -N '' -f "$SSHD_DIR/host_key_ecdsa"
   local attempt user
   user=$(id -un)
   for attempt in 1 2 3 4 5 6 7 8 9 10; do
@@ -22,6 +24,7 @@ sshd_start() {
     cat > "$SSHD_DIR/sshd_config" <<EOF
 ListenAddress 127.0.0.1
 Port $SSHD_PORT
+HostKey $SSHD_DIR/host_key_ecdsa
 HostKey $SSHD_DIR/host_key
 PidFile none
 AuthorizedKeysFile $SSHD_DIR/authorized_keys

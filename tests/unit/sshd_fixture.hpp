@@ -120,6 +120,10 @@ class TestSshd {
     passwd* pw = ::getpwuid(::getuid());
     user_ = pw ? pw->pw_name : "root";
     KeyPair client = GenerateEd25519Key("ss-test-client");
+    // A stock sshd has host keys of several types; only the ed25519 one is pinned, so the client
+    // must ask for that type.
+    RunChecked({"ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", Path("host_key_ecdsa")},
+               "cannot make an ecdsa host key");
     WriteKeyPair(Path("id_ed25519"), client);
     AtomicWrite(Path("authorized_keys"), client.public_key + "\n", 0600);
     for (int attempt = 0; attempt < 10; ++attempt) {
@@ -163,6 +167,9 @@ class TestSshd {
     AtomicWrite(Path("sshd_config"), Cat("ListenAddress 127.0.0.1\n"
                                          "Port ",
                                          port_,
+                                         "\n"
+                                         "HostKey ",
+                                         Path("host_key_ecdsa"),
                                          "\n"
                                          "HostKey ",
                                          Path("host_key"),
