@@ -162,6 +162,13 @@ void LxdBackend::EnsureImage(const std::string& image_id, const std::string& ima
 }
 
 void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
+  if (spec.host_uid == 0) {
+    // raw.idmap "both 0 1000" would let the sandbox user create setuid-root files on this host.
+    throw Error(kExitNoPerm, "LXD sandboxes cannot share a projects folder that belongs to root",
+                {"mapping root into a container would let the sandbox create setuid-root files on "
+                 "this host"},
+                {Cat("give the folder to a regular user: chown -R USER: ", ProjectsDir())});
+  }
   EnsureImage(spec.image_id, spec.image_dir, progress);
   progress.Step(Cat("creating LXD container '", spec.name, "'"));
   std::string ref = Ref(spec.name);

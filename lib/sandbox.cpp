@@ -1,0 +1,365 @@
+#include "sandbox.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+#include <thread>
+
+#include "error.hpp"
+#include "fs.hpp"
+#include "image.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "resources.hpp"
+#include "ssh_keys.hpp"
+#include "strings.hpp"
+#include "timefmt.hpp"
+
+namespace ss {
+namespace {
+
+const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
+
+std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
+
+std::string Indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  for (const auto& line : SplitLines(text)) out += Cat(prefix, line, "\n");
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+// The owner of the projects folder on the host: who the sandbox user's files belong to there.
+uid_t ProjectsUid() {
+  struct stat st;
+  if (::stat(EnsureProjectsDir().c_str(), &st) == 0) return st.st_uid;
+  return ProjectsOwner().uid;
+}
+
+}  // namespace
+
+Error VmFailedToStart(const std::string& backend, const std::string& why) {
+  std::vector<std::string> details;
+  if (!why.empty()) details.push_back(Cat("Reason: ", why));
+  details.insert(details.end(), {"",
+                                 "Possible causes:",
+                                 "  • Not enough memory (need 4GB free)",
+                                 "  • Not enough disk space (need 5GB free)",
+                                 Cat("  • ", backend, " not installed or not running"),
+                                 "",
+                                 "Try:",
+                                 "  ss reset          # Reset VM",
+                                 "  ss doctor         # Check the host and backends"});
+  return Error(kExitUnavailable, "VM failed to start", details).AsBlock();
+}
+
+Error CouldNotConnect(const std::string& why) {
+  std::vector<std::string> details = {"", "The VM is running but SSH is not responding."};
+  if (!why.empty()) details.push_back(Cat("(", why, ")"));
+  details.insert(details.end(), {"", "Try:", "  ss reset          # Reset VM",
+                                 "  ss status         # Check VM status"});
+  return Error(kExitUnavailable, "Could not connect to VM", details).AsBlock();
+}
+
+void ValidateSandboxName(const std::string& name) {
+  if (!std::regex_match(name, kSandboxName)) {
+    throw Error(kExitDataErr,
+                Cat("invalid sandbox name '", name,
+                    "': use lowercase letters, numbers and hyphens, starting with a letter"));
+  }
+}
+
+std::string ResolveSandboxName(const std::string& flag) {
+  std::string name = flag;
+  for (const char* var : {"SS_SANDBOX", "CLAUDE_SANDBOX"}) {
+    if (!name.empty()) break;
+    if (const char* v = std::getenv(var); v && *v) name = v;
+  }
+  if (name.empty()) name = kDefaultSandbox;
+  ValidateSandboxName(name);
+  return name;
+}
+
+std::vector<std::string> KnownSandboxes() {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(SandboxesDir().c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (std::regex_match(name, kSandboxName) &&
+        PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"))) {
+      out.push_back(name);
+    }
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
+    : name_(std::move(name)), config_(std::move(config)) {
+  ValidateSandboxName(name_);
+  std::string recorded;
+  if (auto text = ReadFileIfExists(Dir() + "/sandbox.json")) {
+    try {
+      recorded = Json::parse(*text).value("backend", "");
+    } catch (const Json::exception&) {
+      Warn(Cat("the record of sandbox '", name_, "' is damaged; ignoring it"));
+    }
+  }
+  if (!recorded.empty()) {
+    // An existing sandbox never changes backend behind the user's back.
+    if (!backend_flag.empty() && backend_flag != "auto" && backend_flag != recorded) {
+      throw Error(kExitUsage,
+                  Cat("sandbox '", name_, "' runs on ", recorded, ", not ", backend_flag), {},
+                  {Cat("delete it first to move it: ss vm delete --sandbox ", name_)});
+    }
+    backend_name_ = recorded;
+  } else {
+    backend_name_ = backend_flag.empty() ? config_.SandboxValue(name_, "backend").get<std::string>()
+                                         : backend_flag;
+    if (backend_name_ == "auto") {
+      std::string reason;
+      backend_name_ = ChooseBackend(config_, &reason);
+      Debug(Cat("backend auto: ", reason));
+    }
+  }
+  backend_ = MakeBackend(backend_name_, config_);
+}
+
+std::string Sandbox::Dir() const { return Cat(SandboxesDir(), "/", name_); }
+
+bool Sandbox::exists() const { return PathExists(Dir() + "/sandbox.json"); }
+
+SandboxState Sandbox::State() {
+  SandboxState state = backend_->State(name_);
+  if (state != SandboxState::kNotExists && !exists()) {
+    // The machine is there but this install has no record (or keys) of it.
+    return SandboxState::kBroken;
+  }
+  return state;
+}
+
+Resources Sandbox::DesiredResources() const {
+  Resources r;
+  r.cpus = static_cast<int>(config_.SandboxValue(name_, "cpus").get<int64_t>());
+  r.memory = config_.SandboxValue(name_, "memory").get<int64_t>();
+  r.disk = config_.SandboxValue(name_, "disk").get<int64_t>();
+  return r;
+}
+
+void Sandbox::WriteRecord(const std::string& image_id) {
+  Json rec = JsonDocument("SandboxRecord");
+  rec["name"] = name_;
+  rec["backend"] = backend_name_;
+  rec["image"] = image_id;
+  rec["created"] = FormatRfc3339(NowSeconds());
+  AtomicWrite(Dir() + "/sandbox.json", DumpJson(rec, 2) + "\n", 0644);
+}
+
+void Sandbox::Create(Progress& progress) {
+  ImageInfo image = EnsureImage(progress);
+  MakeDirs(Dir(), 0700);
+  std::string client_key = EnsureClientKey();
+  // The host key is made here and pinned before the machine exists: the first connection is
+  // already verified.
+  KeyPair host = GenerateEd25519Key(Cat("ss-", name_));
+  WriteKeyPair(Dir() + "/host_ed25519", host);
+  std::string known_hosts = Dir() + "/known_hosts";
+  ::unlink(known_hosts.c_str());
+
+  SandboxSpec spec;
+  spec.name = name_;
+  spec.image_id = image.id;
+  spec.image_dir = image.dir;
+  spec.resources = DesiredResources();
+  spec.host_uid = ProjectsUid();
+  spec.mounts.push_back({"projects", ProjectsDir(), "/home/sandbox/projects", false});
+  spec.meta_data = RenderTemplate(RequireResource("cloud-init/meta-data"),
+                                  {{"instance_id", Cat(name_, "-", NowSeconds().time_since_epoch().count())},
+                                   {"hostname", name_}});
+  spec.user_data = RenderTemplate(
+      RequireResource("cloud-init/user-data"),
+      {{"hostname", name_},
+       {"client_public_key", ReadPublicKey(client_key)},
+       {"host_private_key", Indent(host.private_key, "    ")},
+       {"host_public_key", host.public_key},
+       {"cdp_port", std::to_string(config_.Int("browser.cdp_port"))},
+       {"extra", ""}});
+  try {
+    backend_->Create(spec, progress);
+  } catch (...) {
+    ::unlink((Dir() + "/host_ed25519").c_str());
+    ::unlink((Dir() + "/host_ed25519.pub").c_str());
+    throw;
+  }
+  WriteRecord(image.id);
+}
+
+SshEndpoint Sandbox::Endpoint() {
+  SshTarget target = backend_->Ssh(name_);
+  SshEndpoint e;
+  e.host = target.host;
+  e.port = target.port;
+  e.user = "sandbox";
+  e.identity_file = EnsureClientKey();
+  e.known_hosts_file = Dir() + "/known_hosts";
+  std::string host_pub = Dir() + "/host_ed25519.pub";
+  if (!PathExists(host_pub)) {
+    throw Error(kExitNoPerm, Cat("no pinned host key for sandbox '", name_, "'"), {},
+                {Cat("ss cannot verify it; recreate it: ss reset --sandbox ", name_)});
+  }
+  // The pin follows the address (a port may change between starts); the key never does.
+  std::string pub = ReadPublicKey(host_pub);
+  if (PinnedHostKeys(e.known_hosts_file, e.host, e.port) != std::vector<std::string>{pub.substr(0, pub.rfind(' '))}) {
+    PinHostKey(e.known_hosts_file, e.host, e.port, pub);
+  }
+  return e;
+}
+
+SshOptions Sandbox::Options() const {
+  SshOptions o;
+  o.name = name_;
+  return o;
+}
+
+GuestFacts Sandbox::Inspect() {
+  GuestFacts f;
+  SshOptions o = Options();
+  o.connect_timeout = std::chrono::seconds(5);
+  SshConnection conn(Endpoint(), o);
+  ExecResult mem = conn.Exec({"cat", "/proc/meminfo", "/proc/uptime"});
+  int64_t total_kb = -1, available_kb = -1;
+  for (const auto& line : SplitLines(mem.out)) {
+    auto words = Split(line, ' ');
+    std::vector<std::string> w;
+    for (auto& x : words) {
+      if (!x.empty()) w.push_back(x);
+    }
+    if (w.size() >= 2 && w[0] == "MemTotal:") total_kb = std::stoll(w[1]);
+    if (w.size() >= 2 && w[0] == "MemAvailable:") available_kb = std::stoll(w[1]);
+    if (w.size() == 2 && w[0].find(':') == std::string::npos && w[0].find('.') != std::string::npos) {
+      f.uptime_seconds = static_cast<int64_t>(std::stod(w[0]));
+    }
+  }
+  if (total_kb >= 0 && available_kb >= 0) {
+    f.memory_total = total_kb * 1024;
+    f.memory_used = (total_kb - available_kb) * 1024;
+  }
+  ExecResult df = conn.Exec({"df", "-B1", "--output=size,used", "/"});
+  auto lines = SplitLines(df.out);
+  if (df.status == 0 && lines.size() >= 2) {
+    std::vector<std::string> w;
+    for (auto& x : Split(lines[1], ' ')) {
+      if (!x.empty()) w.push_back(x);
+    }
+    if (w.size() == 2) {
+      f.disk_total = std::stoll(w[0]);
+      f.disk_used = std::stoll(w[1]);
+    }
+  }
+  ExecResult login = conn.Exec({"test", "-s", "/home/sandbox/.claude/.credentials.json"});
+  f.agent_logged_in = login.status == 0;
+  return f;
+}
+
+void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + timeout;
+  std::string last_error;
+  bool announced = false;
+  while (true) {
+    SandboxState state = backend_->State(name_);
+    if (state == SandboxState::kStopped || state == SandboxState::kBroken ||
+        state == SandboxState::kNotExists) {
+      throw VmFailedToStart(backend_name_, Cat("the ", backend_name_, " machine is ", StateName(state)));
+    }
+    if (state == SandboxState::kRunning) {
+      try {
+        SshOptions o = Options();
+        o.connect_timeout = std::chrono::seconds(3);
+        SshConnection conn(Endpoint(), o);
+        ExecResult r = conn.Exec({"test", "-e", "/var/lib/ss/provisioned"});
+        if (r.status == 0) return;
+        last_error = "provisioning has not finished";
+        if (!announced) {
+          progress.Step("provisioning (cloud-init)");
+          announced = true;
+        }
+      } catch (const Error& e) {
+        if (e.code() == kExitNoPerm) throw;  // a wrong host key is never retried into success
+        last_error = e.what();
+      }
+    }
+    if (Clock::now() >= deadline) {
+      if (state == SandboxState::kRunning) throw CouldNotConnect(last_error);
+      throw VmFailedToStart(backend_name_, Cat("still ", StateName(state), " after ", timeout.count(), "s"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
+  MakeDirs(SandboxesDir(), 0700);
+  FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
+                std::chrono::minutes(30), Cat("sandbox '", name_, "'"));
+  SandboxState state = State();
+  if (state == SandboxState::kBroken && !exists()) {
+    throw Error(kExitCantCreate, Cat("a ", backend_name_, " machine called '", name_,
+                                     "' exists but this install has no record of it"),
+                {}, {Cat("delete it with ", backend_name_ == "lxd" ? "lxc delete --force " : "your backend's tool: ", name_)});
+  }
+  if (state == SandboxState::kNotExists) {
+    progress.Step(Cat("creating sandbox '", name_, "' (", backend_name_, ")"));
+    try {
+      Create(progress);
+    } catch (const Error& e) {
+      if (e.code() == kExitNoPerm || e.code() == kExitUsage) throw;
+      throw VmFailedToStart(backend_name_, e.what());
+    }
+    // First boot provisions: give it longer.
+    WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
+    return;
+  }
+  if (state == SandboxState::kStopped) {
+    try {
+      backend_->Start(name_, DesiredResources());
+    } catch (const Error& e) {
+      throw VmFailedToStart(backend_name_, e.what());
+    }
+  }
+  WaitReady(progress, timeout);
+}
+
+void Sandbox::Stop(std::chrono::seconds timeout) {
+  SandboxState state = State();
+  if (state == SandboxState::kStopped || state == SandboxState::kNotExists) return;
+  backend_->Stop(name_, timeout);
+}
+
+void Sandbox::Delete() {
+  MakeDirs(SandboxesDir(), 0700);
+  FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
+                std::chrono::minutes(5), Cat("sandbox '", name_, "'"));
+  if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
+  RemoveTree(Dir());
+}
+
+void Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
+  {
+    MakeDirs(SandboxesDir(), 0700);
+    FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
+                  std::chrono::minutes(5), Cat("sandbox '", name_, "'"));
+    if (backend_->State(name_) != SandboxState::kNotExists) {
+      progress.Step("stopping and removing the old machine");
+      backend_->Delete(name_);
+    }
+    RemoveTree(Dir());
+  }
+  EnsureRunning(progress, timeout);
+}
+
+}  // namespace ss

@@ -1,0 +1,87 @@
+// A sandbox: a named machine of some backend, provisioned from the base image, that ss reaches
+// over SSH with the install's key and a host key pinned before its first boot.
+//
+//   $SS_HOME/.ss/sandboxes/<name>/sandbox.json   backend (chosen once, at creation), image, times
+//   $SS_HOME/.ss/sandboxes/<name>/host_ed25519   its SSH host key (0600) and .pub
+//   $SS_HOME/.ss/sandboxes/<name>/known_hosts    the pinned key, for the current address
+//
+// Data flows one way: config → sandbox → backend; the sandbox hands an SshEndpoint to whoever
+// connects and knows nothing of projects' contents or browsers.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend.hpp"
+#include "config.hpp"
+#include "ssh.hpp"
+
+namespace ss {
+
+inline constexpr const char* kDefaultSandbox = "super-sandbox";
+
+// --sandbox, else SS_SANDBOX, else CLAUDE_SANDBOX, else "super-sandbox"; validated (exit 65).
+std::string ResolveSandboxName(const std::string& flag);
+void ValidateSandboxName(const std::string& name);
+
+// Names of the sandboxes this install has created.
+std::vector<std::string> KnownSandboxes();
+
+// What the running sandbox says about itself (over SSH); -1 / nullopt where it could not tell.
+struct GuestFacts {
+  int64_t uptime_seconds = -1;
+  int64_t memory_total = -1, memory_used = -1;
+  int64_t disk_total = -1, disk_used = -1;
+  std::optional<bool> agent_logged_in;
+};
+
+class Sandbox {
+ public:
+  // `backend_flag` (from --backend) must match the recorded backend of an existing sandbox.
+  Sandbox(std::string name, Config config, std::string backend_flag = "");
+
+  const std::string& name() const { return name_; }
+  const std::string& backend_name() const { return backend_name_; }
+  Backend& backend() { return *backend_; }
+  bool exists() const;  // created by this install (a record exists)
+
+  SandboxState State();
+  // Configured resources (sandboxes.<name>.* over vm.*).
+  Resources DesiredResources() const;
+
+  // Creates the sandbox when missing, starts it when stopped, and waits until SSH answers and
+  // provisioning has finished. `timeout` applies to an existing sandbox; a first creation gets
+  // longer. Throws the spec's "VM failed to start" / "Could not connect to VM" errors.
+  void EnsureRunning(Progress& progress, std::chrono::seconds timeout);
+  void Stop(std::chrono::seconds timeout);
+  // Deletes the machine and creates a fresh one from the image. Projects are not touched.
+  void Reset(Progress& progress, std::chrono::seconds timeout);
+  void Delete();
+
+  // Memory, disk, uptime and login state from inside the running sandbox.
+  GuestFacts Inspect();
+
+  // How to reach the running sandbox over SSH (pins the host key for its current address).
+  SshEndpoint Endpoint();
+  SshOptions Options() const;
+
+  std::string Dir() const;
+
+ private:
+  void Create(Progress& progress);
+  void WaitReady(Progress& progress, std::chrono::seconds timeout);
+  void WriteRecord(const std::string& image_id);
+
+  std::string name_;
+  Config config_;
+  std::string backend_name_;
+  std::unique_ptr<Backend> backend_;
+};
+
+// The spec's errors, shared by every command that starts or reaches a sandbox.
+Error VmFailedToStart(const std::string& backend, const std::string& why);
+Error CouldNotConnect(const std::string& why);
+
+}  // namespace ss

@@ -1,0 +1,394 @@
+// ss-attach: sessions in a sandbox. `ss PROJECT` opens the agent in the project (starting the
+// sandbox when needed); the verbs of the LXD sandbox tool (shell, root, login, claude,
+// claude-run, claude-resume, exec, docker, logs) and `ss ssh-config` live here too.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "box.hpp"
+#include "config.hpp"
+#include "error.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "project.hpp"
+#include "sandbox.hpp"
+#include "shell_quote.hpp"
+#include "ssh.hpp"
+#include "strings.hpp"
+#include "suggest.hpp"
+#include "tool.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kUsage = R"(usage: ss PROJECT [-t | -- CMD [ARGS...]] [OPTIONS]
+       ss shell | root | login [OPTIONS]
+       ss claude [PROJECT] | claude-resume [PROJECT] [OPTIONS]
+       ss claude-run [PROJECT] PROMPT [OPTIONS]
+       ss exec [PROJECT] -- CMD [ARGS...]
+       ss docker ARGS... | logs [ARGS...]
+       ss ssh-config [SANDBOX]
+
+Sessions in the sandbox. `ss PROJECT` starts the sandbox when it is stopped, then runs the agent
+(agent.command, default: claude --dangerously-skip-permissions) in ~/projects/PROJECT.
+
+Commands:
+  shell                 bash as the sandbox user, in its home
+  root                  a root shell
+  login                 the agent, interactively, to complete its browser login (/login)
+  claude [PROJECT]      the agent in PROJECT (or the home directory)
+  claude-run [PROJECT] PROMPT
+                        one prompt, non-interactively (claude -p), PROMPT passed exactly
+  claude-resume [PROJECT]
+                        continue the last conversation
+  exec [PROJECT] -- CMD run CMD in PROJECT (or the home), argv exact, no terminal
+  docker ARGS...        docker inside the sandbox, ARGS exact
+  logs [ARGS...]        docker logs of the sandbox's containers (all, or docker logs ARGS)
+  ssh-config [SANDBOX]  an OpenSSH config block for ssh, scp, rsync, git and editors
+
+Options:
+  -t, --terminal        with PROJECT: a login shell in the project instead of the agent
+  -tt                   with -- CMD: run CMD with a terminal
+  --env NAME            pass the host variable NAME into the session (repeatable); its value
+                        never appears in a command line or on the sandbox's disk
+  --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
+  --timeout SECONDS     how long to wait for a stopped sandbox to start (default 30)
+  -h, --help            show this help
+)";
+
+const std::vector<std::string> kVerbs = {"shell",  "root",  "login", "claude",    "claude-run",
+                                         "claude-resume", "exec", "docker", "logs", "ssh-config"};
+
+struct Options {
+  std::string verb;     // empty: ss PROJECT
+  std::string project;  // may be empty for verbs that take none
+  std::vector<std::string> words;    // positional words after the verb
+  std::vector<std::string> command;  // after --
+  bool has_command = false;
+  bool terminal = false;
+  bool force_tty = false;
+  std::vector<std::string> env;
+  std::string sandbox;
+  int timeout = 30;
+  bool help = false;
+};
+
+Options ParseArgs(const Args& args) {
+  Options o;
+  size_t i = 0;
+  if (!args.empty() && std::find(kVerbs.begin(), kVerbs.end(), args[0]) != kVerbs.end()) {
+    o.verb = args[0];
+    i = 1;
+  }
+  // docker and logs pass everything through untouched.
+  bool passthrough = o.verb == "docker" || o.verb == "logs";
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      o.has_command = true;
+      o.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (passthrough) {
+      if (a == "--sandbox" && i + 1 < args.size() && o.words.empty()) {
+        o.sandbox = args[++i];
+        continue;
+      }
+      o.words.push_back(a);
+      continue;
+    }
+    auto value = [&](const char* flag) -> std::string {
+      if (i + 1 >= args.size()) throw Error(kExitUsage, Cat(flag, " needs a value"), {}, {"see 'ss attach --help'"});
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "-t" || a == "--terminal") {
+      if (o.terminal) o.force_tty = true;
+      o.terminal = true;
+    } else if (a == "-tt") {
+      o.terminal = o.force_tty = true;
+    } else if (a == "--env") {
+      o.env.push_back(value("--env"));
+    } else if (a.rfind("--env=", 0) == 0) {
+      o.env.push_back(a.substr(6));
+    } else if (a == "--sandbox") {
+      o.sandbox = value("--sandbox");
+    } else if (a.rfind("--sandbox=", 0) == 0) {
+      o.sandbox = a.substr(10);
+    } else if (a == "--timeout") {
+      std::string v = value("--timeout");
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) == 0) {
+        throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not '", v, "'"));
+      }
+      o.timeout = std::stoi(v);
+    } else if (a.size() > 1 && a[0] == '-' && o.verb != "claude-run") {
+      throw Error(kExitUsage, Cat("unknown option '", a, "'"), {}, {"see 'ss attach --help'"});
+    } else {
+      o.words.push_back(a);
+    }
+  }
+  return o;
+}
+
+class Session {
+ public:
+  explicit Session(const Options& o)
+      : o_(o), config_(Config::Load()), sandbox_(ResolveSandboxName(o.sandbox), config_) {}
+
+  // Starts the sandbox when it is not running (the spec's auto-start), then connects.
+  SshConnection& Connect() {
+    if (conn_) return *conn_;
+    SandboxState state = sandbox_.State();
+    if (state != SandboxState::kRunning) Note("Starting VM...");
+    Progress progress(Cat("sandbox ", sandbox_.name()));
+    sandbox_.EnsureRunning(progress, std::chrono::seconds(o_.timeout));
+    conn_ = std::make_unique<SshConnection>(sandbox_.Endpoint(), sandbox_.Options());
+    return *conn_;
+  }
+
+  EnvList Secrets() {
+    std::vector<std::string> names;
+    for (const auto& item : config_.SandboxValue(sandbox_.name(), "secrets")) names.push_back(item.get<std::string>());
+    names.insert(names.end(), o_.env.begin(), o_.env.end());
+    EnvList out;
+    for (const auto& name : names) {
+      CheckEnvName(name);
+      if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; })) continue;
+      const char* v = std::getenv(name.c_str());
+      if (!v) {
+        Warn(Cat("$", name, " is not set on the host; the session starts without it"));
+        continue;
+      }
+      out.emplace_back(name, v);
+    }
+    return out;
+  }
+
+  // The agent's command line from agent.command, split into words (never given to a shell).
+  std::vector<std::string> AgentArgv() {
+    return ShellSplit(config_.String("agent.command"), "agent.command in config.yaml");
+  }
+
+  int Interactive(std::vector<std::string> argv, const std::string& cwd) {
+    InteractiveOptions io;
+    io.argv = std::move(argv);
+    io.cwd = cwd;
+    io.secret_env = Secrets();
+    SshConnection& conn = Connect();
+    return conn.RunInteractive(io);
+  }
+
+  int Stream(const std::vector<std::string>& argv, const std::string& cwd) {
+    if (o_.force_tty) return Interactive(argv, cwd);
+    StreamOptions so;
+    so.cwd = cwd;
+    so.secret_env = Secrets();
+    SshConnection& conn = Connect();
+    return conn.ExecStream(argv, so);
+  }
+
+  bool AgentLoggedIn() {
+    ExecResult r = Connect().Exec({"test", "-s", "/home/sandbox/.claude/.credentials.json"});
+    return r.status == 0;
+  }
+
+  Sandbox& sandbox() { return sandbox_; }
+  Config& config() { return config_; }
+
+ private:
+  const Options& o_;
+  Config config_;
+  Sandbox sandbox_;
+  std::unique_ptr<SshConnection> conn_;
+};
+
+std::string ProjectDir(const std::string& project) {
+  return project.empty() ? "~" : Cat("/home/sandbox/projects/", project);
+}
+
+// The project must exist on the host (the spec's not-found block otherwise); opening it counts
+// as an access.
+void RequireProject(const std::string& name) {
+  ProjectStore store;
+  ValidateProjectName(name);
+  if (!store.Exists(name)) throw store.NotFoundError(name);
+  store.Touch(name);
+}
+
+int OpenProject(const Options& o) {
+  const std::string& name = o.words.empty() ? std::string() : o.words[0];
+  if (o.words.size() > 1) {
+    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
+                {"to run a command: ss PROJECT -- CMD ARGS..."});
+  }
+  RequireProject(name);
+  Session s(o);
+  if (o.has_command) return s.Stream(o.command, ProjectDir(name));
+  if (o.terminal) {
+    s.Connect();
+    return s.Interactive({}, ProjectDir(name));
+  }
+  s.Connect();
+  Note("Connecting...");
+  std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
+  if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
+  Note(Cat("\n", Box(banner, 55, 2)));
+  return s.Interactive(s.AgentArgv(), ProjectDir(name));
+}
+
+// [PROJECT] as the first word of a verb, when it names a project.
+std::string OptionalProject(const Options& o, size_t max_words) {
+  if (o.words.size() > max_words) {
+    throw Error(kExitUsage, Cat("unexpected argument '", o.words[max_words], "'"), {},
+                {"see 'ss attach --help'"});
+  }
+  if (o.words.empty()) return "";
+  RequireProject(o.words[0]);
+  return o.words[0];
+}
+
+int SshConfig(const Options& o) {
+  if (o.words.size() > 1) throw Error(kExitUsage, "usage: ss ssh-config [SANDBOX]");
+  Options copy = o;
+  if (!o.words.empty()) copy.sandbox = o.words[0];
+  Session s(copy);
+  if (s.sandbox().State() != SandboxState::kRunning) {
+    throw Error(kExitUnavailable, Cat("sandbox '", s.sandbox().name(), "' is not running"), {},
+                {Cat("start it first: ss vm start --sandbox ", s.sandbox().name())});
+  }
+  SshEndpoint e = s.sandbox().Endpoint();
+  std::cout << "Host ss-" << s.sandbox().name() << "\n"
+            << "  HostName " << e.host << "\n"
+            << "  Port " << e.port << "\n"
+            << "  User " << e.user << "\n"
+            << "  IdentityFile " << e.identity_file << "\n"
+            << "  IdentitiesOnly yes\n"
+            << "  UserKnownHostsFile " << e.known_hosts_file << "\n"
+            << "  StrictHostKeyChecking yes\n"
+            << "  PasswordAuthentication no\n"
+            << "  KbdInteractiveAuthentication no\n";
+  return 0;
+}
+
+int Run(const Options& o) {
+  if (o.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (o.verb.empty()) {
+    if (o.words.empty()) {
+      std::cerr << kUsage;
+      return kExitUsage;
+    }
+    return OpenProject(o);
+  }
+  if (o.verb == "ssh-config") return SshConfig(o);
+  if (o.verb == "shell") {
+    OptionalProject(o, 0);
+    Session s(o);
+    return s.Interactive({"bash", "-l"}, "~");
+  }
+  if (o.verb == "root") {
+    OptionalProject(o, 0);
+    Session s(o);
+    return s.Interactive({"sudo", "-i"}, "");
+  }
+  if (o.verb == "login") {
+    OptionalProject(o, 0);
+    Session s(o);
+    return s.Interactive({"claude"}, "~");
+  }
+  if (o.verb == "claude" || o.verb == "claude-resume") {
+    std::string project = OptionalProject(o, 1);
+    Session s(o);
+    std::vector<std::string> argv = s.AgentArgv();
+    if (o.verb == "claude-resume") argv.push_back("--continue");
+    return s.Interactive(argv, ProjectDir(project));
+  }
+  if (o.verb == "claude-run") {
+    if (o.words.empty() || o.words.size() > 2) {
+      throw Error(kExitUsage, "usage: ss claude-run [PROJECT] PROMPT", {},
+                  {"quote the prompt: ss claude-run my-app 'fix the tests'"});
+    }
+    std::string project;
+    if (o.words.size() == 2) {
+      RequireProject(o.words[0]);
+      project = o.words[0];
+    }
+    Session s(o);
+    std::vector<std::string> argv = s.AgentArgv();
+    argv.insert(argv.end(), {"-p", o.words.back()});
+    return s.Stream(argv, ProjectDir(project));
+  }
+  if (o.verb == "exec") {
+    if (!o.has_command || o.command.empty()) {
+      throw Error(kExitUsage, "usage: ss exec [PROJECT] -- CMD [ARGS...]");
+    }
+    std::string project = OptionalProject(o, 1);
+    Session s(o);
+    return s.Stream(o.command, ProjectDir(project));
+  }
+  if (o.verb == "docker") {
+    std::vector<std::string> argv{"docker"};
+    argv.insert(argv.end(), o.words.begin(), o.words.end());
+    if (o.has_command) {
+      argv.push_back("--");
+      argv.insert(argv.end(), o.command.begin(), o.command.end());
+    }
+    Session s(o);
+    return s.Stream(argv, "");
+  }
+  // logs
+  Session s(o);
+  if (!o.words.empty()) {
+    std::vector<std::string> argv{"docker", "logs"};
+    argv.insert(argv.end(), o.words.begin(), o.words.end());
+    return s.Stream(argv, "");
+  }
+  ExecResult ps = s.Connect().Exec({"docker", "ps", "--format", "{{.Names}}"});
+  if (ps.status != 0) {
+    throw Error(kExitUnavailable, "cannot list the sandbox's containers", {Cat("  ", Trim(ps.err))});
+  }
+  int status = 0;
+  for (const auto& name : SplitLines(ps.out)) {
+    std::cout << "==> " << name << " <==\n" << std::flush;
+    int rc = s.Stream({"docker", "logs", "--tail", "100", name}, "");
+    if (rc != 0) status = rc;
+  }
+  if (ps.out.empty()) Note("no containers are running in the sandbox");
+  return status;
+}
+
+int Complete(const Args& words) {
+  if (words.size() <= 1) {
+    for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
+    for (const auto& v : kVerbs) std::cout << v << "\n";
+    return 0;
+  }
+  const std::string& prev = words[words.size() - 2];
+  if (prev == "--sandbox") {
+    for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
+  } else if (words.size() == 2 && (words[0] == "claude" || words[0] == "claude-run" ||
+                                   words[0] == "claude-resume" || words[0] == "exec")) {
+    for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
+  } else if (words[0] == "ssh-config" && words.size() == 2) {
+    for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
+  } else {
+    for (const char* f : {"-t", "--terminal", "--env", "--sandbox", "--timeout", "--help", "--"}) {
+      std::cout << f << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ss
+
+int main(int argc, char** argv) {
+  // Sessions are what users type all day: messages say "ss", not the binary's name.
+  return ss::RunTool("ss", argc, argv, [](const ss::Args& args) {
+    if (!args.empty() && args[0] == "--complete") return ss::Complete({args.begin() + 1, args.end()});
+    return ss::Run(ss::ParseArgs(args));
+  });
+}

@@ -1,0 +1,437 @@
+// ss-vm: sandboxes. Start, stop, status, reset and delete a sandbox; build and manage the base
+// image; prepare the host for a backend. `ss status|start|stop|reset` come here.
+#include <boost/program_options.hpp>
+#include <iomanip>
+#include <iostream>
+
+#include "backend.hpp"
+#include "config.hpp"
+#include "error.hpp"
+#include "host_setup.hpp"
+#include "image.hpp"
+#include "json_out.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "project.hpp"
+#include "prompt.hpp"
+#include "sandbox.hpp"
+#include "size.hpp"
+#include "strings.hpp"
+#include "suggest.hpp"
+#include "timefmt.hpp"
+#include "tool.hpp"
+
+namespace po = boost::program_options;
+
+namespace ss {
+namespace {
+
+constexpr const char* kUsage = R"(usage: ss vm COMMAND [OPTIONS]
+
+Sandboxes: the machines the agent runs in.
+
+Commands:
+  start                 start the sandbox (create it from the image the first time)
+  stop                  stop it (gracefully, then forced after --timeout)
+  status                show state, resources, projects and login (--json)
+  reset                 replace it with a fresh one; projects are not touched (--yes)
+  delete                remove it; projects are not touched (--yes)
+  list                  list this install's sandboxes (--json)
+  image build           build the base image from Debian packages (--release, --mirror, --force)
+  image ls              list built images (--json)
+  image rm ID           remove a built image (--yes)
+  setup                 prepare this host for a backend (--backend; --stop undoes it)
+
+Options:
+  --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
+  --backend NAME        backend for a new sandbox: auto, lxd
+  --timeout SECONDS     how long start waits for SSH (default 30), stop waits before forcing
+                        (default 15)
+  --release NAME        Debian release of the image (default bookworm)
+  --mirror URL          Debian mirror (default http://deb.debian.org/debian)
+  --force               rebuild the image even when it is up to date
+  --stop                with setup: stop the daemons setup started
+  --json                print one JSON document (see ss-json(7))
+  -y, --yes             do not ask for confirmation
+  -h, --help            show this help
+)";
+
+struct Options {
+  std::vector<std::string> words;
+  std::string sandbox;
+  std::string backend;
+  int timeout = -1;
+  std::string release = "bookworm";
+  std::string mirror = "http://deb.debian.org/debian";
+  bool force = false;
+  bool stop = false;
+  bool json = false;
+  bool yes = false;
+  bool help = false;
+};
+
+Options ParseArgs(const Args& args) {
+  Options o;
+  po::options_description desc;
+  desc.add_options()("sandbox", po::value(&o.sandbox))("backend", po::value(&o.backend))(
+      "timeout", po::value(&o.timeout))("release", po::value(&o.release))(
+      "mirror", po::value(&o.mirror))("force", po::bool_switch(&o.force))(
+      "stop", po::bool_switch(&o.stop))("json", po::bool_switch(&o.json))(
+      "yes,y", po::bool_switch(&o.yes))("help,h", po::bool_switch(&o.help))(
+      "words", po::value(&o.words));
+  po::positional_options_description pos;
+  pos.add("words", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (o.timeout == 0 || o.timeout < -1) {
+    throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
+  }
+  return o;
+}
+
+std::string FormatUptime(int64_t seconds) {
+  if (seconds < 0) return "?";
+  int64_t d = seconds / 86400, h = seconds % 86400 / 3600, m = seconds % 3600 / 60;
+  if (d > 0) return Cat(d, "d ", h, "h");
+  if (h > 0) return Cat(h, "h ", m, "m");
+  if (m > 0) return Cat(m, "m");
+  return Cat(seconds, "s");
+}
+
+std::chrono::seconds Timeout(const Options& o, int fallback) {
+  return std::chrono::seconds(o.timeout > 0 ? o.timeout : fallback);
+}
+
+void Say(std::string_view progress_line) { Note(progress_line); }
+
+int Start(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  SandboxState before = sandbox.State();
+  if (before == SandboxState::kRunning) {
+    Progress progress("start");
+    sandbox.EnsureRunning(progress, Timeout(o, 30));
+    std::cout << "Already running.\n";
+    return 0;
+  }
+  Say("Starting VM...");
+  Progress progress(Cat("sandbox ", sandbox.name()));
+  sandbox.EnsureRunning(progress, Timeout(o, 30));
+  std::cout << "Started.\n";
+  return 0;
+}
+
+int Stop(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  SandboxState state = sandbox.State();
+  if (state == SandboxState::kNotExists) {
+    throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
+                {"list them: ss vm list"});
+  }
+  if (state == SandboxState::kStopped) {
+    std::cout << "Already stopped.\n";
+    return 0;
+  }
+  Say("Stopping VM...");
+  sandbox.Stop(Timeout(o, 15));
+  std::cout << "Stopped.\n";
+  return 0;
+}
+
+int Status(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  SandboxStatus st = sandbox.backend().Status(sandbox.name());
+  SandboxState state = sandbox.State();
+  Resources want = sandbox.DesiredResources();
+  std::optional<GuestFacts> guest;
+  std::string guest_error;
+  if (state == SandboxState::kRunning) {
+    try {
+      guest = sandbox.Inspect();
+    } catch (const Error& e) {
+      guest_error = e.what();
+    }
+  }
+  Probe probe = sandbox.backend().CheckHost();
+  int64_t uptime = guest && guest->uptime_seconds >= 0 ? guest->uptime_seconds : st.uptime_seconds;
+  int cpus = st.limits.cpus > 0 ? st.limits.cpus : want.cpus;
+  int64_t memory = guest && guest->memory_total > 0 ? guest->memory_total
+                   : st.limits.memory > 0           ? st.limits.memory
+                                                    : want.memory;
+  int64_t memory_used = guest ? guest->memory_used : st.memory_used;
+  int64_t disk = st.limits.disk > 0 ? st.limits.disk : want.disk;
+  int64_t disk_used = guest ? guest->disk_used : st.disk_used;
+  int projects = static_cast<int>(ProjectStore().Names().size());
+
+  if (o.json) {
+    Json doc = JsonDocument("SandboxStatus");
+    doc["name"] = sandbox.name();
+    doc["backend"] = sandbox.backend_name();
+    doc["backend_detail"] = probe.reason;
+    doc["state"] = StateName(state);
+    doc["uptime_seconds"] = state == SandboxState::kRunning && uptime >= 0 ? Json(uptime) : Json();
+    doc["cpus"] = cpus;
+    doc["memory_bytes"] = memory;
+    doc["memory_used_bytes"] = memory_used >= 0 ? Json(memory_used) : Json();
+    doc["disk_bytes"] = disk;
+    doc["disk_used_bytes"] = disk_used >= 0 ? Json(disk_used) : Json();
+    doc["address"] = st.address.empty() ? Json() : Json(st.address);
+    doc["ssh"] = Json();
+    if (state == SandboxState::kRunning) {
+      SshTarget t = sandbox.backend().Ssh(sandbox.name());
+      doc["ssh"] = {{"host", t.host}, {"port", t.port}, {"user", "sandbox"}};
+    }
+    doc["projects"] = projects;
+    doc["agent_logged_in"] = guest && guest->agent_logged_in ? Json(*guest->agent_logged_in) : Json();
+    if (!guest_error.empty()) doc["error"] = guest_error;
+    PrintJson(doc);
+    return 0;
+  }
+  auto used = [](int64_t v) { return v >= 0 ? Cat(" (", FormatSizeHuman(v), " used)") : std::string(); };
+  std::string vm = StateName(state);
+  if (state == SandboxState::kRunning) vm += Cat(" (uptime: ", FormatUptime(uptime), ")");
+  if (state == SandboxState::kNotExists) vm = "not created (it is created on first use)";
+  std::cout << "VM:        " << vm << "\n";
+  std::cout << "CPU:       " << cpus << (cpus == 1 ? " core" : " cores") << "\n";
+  std::cout << "Memory:    " << FormatSizeHuman(memory) << used(memory_used) << "\n";
+  std::cout << "Disk:      " << FormatSizeHuman(disk) << used(disk_used) << "\n";
+  std::cout << "Projects:  " << projects << "\n";
+  if (state == SandboxState::kRunning) {
+    std::string claude = guest && guest->agent_logged_in
+                             ? (*guest->agent_logged_in ? "logged in" : "not logged in (run: ss login)")
+                             : Cat("unknown (", guest_error, ")");
+    std::cout << "Claude:    " << claude << "\n";
+  }
+  std::cout << "Backend:   " << sandbox.backend_name() << " (" << probe.reason << ")\n";
+  if (!guest_error.empty()) Warn(Cat("could not look inside the sandbox: ", guest_error));
+  return 0;
+}
+
+int Reset(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  std::string question = Cat(
+      "This will:\n"
+      "  • Stop the VM\n"
+      "  • Reset to fresh state\n"
+      "  • Require re-login to Claude Code, gh, vercel\n"
+      "\n"
+      "Projects in ", DisplayPath(ProjectsDir()), "/ are NOT affected.\n"
+      "\n"
+      "Continue? [y/N]: ");
+  if (!o.yes) {
+    if (!Confirm(question, false)) {
+      std::cout << "Cancelled.\n";
+      return 0;
+    }
+  }
+  Say("Resetting...");
+  Progress progress(Cat("sandbox ", sandbox.name()));
+  sandbox.Reset(progress, Timeout(o, 30));
+  std::cout << "Done.\n";
+  return 0;
+}
+
+int Delete(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  if (!sandbox.exists() && sandbox.State() == SandboxState::kNotExists) {
+    throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
+                {"list them: ss vm list"});
+  }
+  std::string question = Cat("Delete sandbox '", sandbox.name(),
+                             "'? Everything installed in it is lost.\nProjects in ",
+                             DisplayPath(ProjectsDir()), "/ are NOT affected. [y/N]: ");
+  if (!Confirm(question, o.yes)) {
+    std::cout << "Cancelled.\n";
+    return 0;
+  }
+  sandbox.Delete();
+  std::cout << "Deleted: " << sandbox.name() << "\n";
+  return 0;
+}
+
+int List(const Options& o, const Config& config) {
+  Json doc = JsonDocument("SandboxList");
+  doc["items"] = Json::array();
+  bool tty = StdoutIsTty();
+  if (!o.json && tty) std::cout << std::left << std::setw(24) << "NAME" << std::setw(10) << "BACKEND" << "STATE\n";
+  for (const auto& name : KnownSandboxes()) {
+    std::string backend, state;
+    try {
+      Sandbox s(name, config);
+      backend = s.backend_name();
+      state = StateName(s.State());
+    } catch (const Error& e) {
+      state = Cat("unknown (", e.what(), ")");
+    }
+    if (o.json) {
+      doc["items"].push_back({{"name", name}, {"backend", backend}, {"state", state}});
+    } else if (tty) {
+      std::cout << std::setw(24) << name << std::setw(10) << backend << state << "\n";
+    } else {
+      std::cout << name << "\t" << backend << "\t" << state << "\n";
+    }
+  }
+  if (o.json) PrintJson(doc);
+  return 0;
+}
+
+int Image(const Options& o) {
+  std::string action = o.words.size() > 1 ? o.words[1] : "";
+  if (action == "build") {
+    if (o.words.size() != 2) throw Error(kExitUsage, "usage: ss vm image build [--release R] [--mirror URL] [--force]");
+    ImageBuildOptions b;
+    b.release = o.release;
+    b.mirror = o.mirror;
+    b.force = o.force;
+    Progress progress("image");
+    ImageInfo info = BuildImage(b, progress);
+    if (o.json) {
+      Json doc = JsonDocument("Image");
+      doc["id"] = info.id;
+      doc["path"] = info.dir;
+      doc["release"] = info.release;
+      doc["created"] = info.created;
+      doc["size_bytes"] = info.size_bytes;
+      doc["versions"] = info.versions;
+      PrintJson(doc);
+    } else {
+      std::cout << info.id << "\n";
+    }
+    return 0;
+  }
+  if (action == "ls" || action == "list") {
+    auto images = ListImages();
+    if (o.json) {
+      Json doc = JsonDocument("ImageList");
+      doc["items"] = Json::array();
+      for (const auto& i : images) {
+        doc["items"].push_back({{"id", i.id}, {"path", i.dir}, {"release", i.release},
+                                {"created", i.created}, {"size_bytes", i.size_bytes},
+                                {"versions", i.versions}});
+      }
+      PrintJson(doc);
+      return 0;
+    }
+    bool tty = StdoutIsTty();
+    if (tty) std::cout << std::left << std::setw(22) << "ID" << std::setw(22) << "CREATED" << std::setw(10) << "SIZE" << "CLAUDE CODE\n";
+    for (const auto& i : images) {
+      std::string claude = i.versions.value("claude_code", "");
+      if (tty) {
+        std::cout << std::setw(22) << i.id << std::setw(22) << i.created << std::setw(10)
+                  << FormatSizeHuman(i.size_bytes) << claude << "\n";
+      } else {
+        std::cout << i.id << "\t" << i.created << "\t" << i.size_bytes << "\t" << claude << "\n";
+      }
+    }
+    return 0;
+  }
+  if (action == "rm") {
+    if (o.words.size() != 3) throw Error(kExitUsage, "usage: ss vm image rm ID");
+    auto image = FindImage(o.words[2]);
+    if (!image) {
+      std::vector<std::string> ids;
+      for (const auto& i : ListImages()) ids.push_back(i.id);
+      throw Error(kExitNoInput, Cat("no image '", o.words[2], "'"), {},
+                  {ids.empty() ? "there are no images" : Cat("images: ", Join(ids, ", "))});
+    }
+    if (!Confirm(Cat("Remove image ", image->id, "? [y/N]: "), o.yes)) {
+      std::cout << "Cancelled.\n";
+      return 0;
+    }
+    RemoveImage(*image);
+    std::cout << "Removed: " << image->id << "\n";
+    return 0;
+  }
+  throw Error(kExitUsage, Cat(action.empty() ? "missing image command" : Cat("unknown image command '", action, "'")),
+              {}, {"use build, ls or rm; see 'ss vm --help'"});
+}
+
+int Setup(const Options& o) {
+  std::string backend = o.backend.empty() || o.backend == "auto" ? "lxd" : o.backend;
+  if (backend != "lxd") {
+    throw Error(kExitUsage, Cat("ss vm setup does not know backend '", backend, "'"), {},
+                {"use --backend lxd"});
+  }
+  Progress progress("setup");
+  SetupReport report = o.stop ? TeardownLxd(progress) : SetupLxd(progress);
+  if (o.json) {
+    Json doc = JsonDocument("HostSetup");
+    doc["backend"] = backend;
+    doc["changes"] = report.done;
+    doc["started"] = Json::array();
+    for (const auto& [name, pid] : report.started) doc["started"].push_back({{"name", name}, {"pid", pid}});
+    PrintJson(doc);
+    return 0;
+  }
+  if (report.done.empty()) {
+    std::cout << (o.stop ? "Nothing to stop.\n" : "LXD is ready; nothing to change.\n");
+  }
+  for (const auto& line : report.done) std::cout << line << "\n";
+  return 0;
+}
+
+int Complete(const Args& words) {
+  if (words.size() <= 1) {
+    for (const char* w : {"start", "stop", "status", "reset", "delete", "list", "image", "setup"}) {
+      std::cout << w << "\n";
+    }
+    return 0;
+  }
+  const std::string& prev = words[words.size() - 2];
+  if (prev == "--sandbox") {
+    for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
+  } else if (prev == "--backend") {
+    std::cout << "auto\n";
+    for (const auto& n : BackendNames()) std::cout << n << "\n";
+  } else if (words[0] == "image" && words.size() == 2) {
+    std::cout << "build\nls\nrm\n";
+  } else if (words[0] == "image" && words.size() == 3 && words[1] == "rm") {
+    for (const auto& i : ListImages()) std::cout << i.id << "\n";
+  } else {
+    for (const char* f : {"--sandbox", "--backend", "--timeout", "--json", "--yes", "--help"}) {
+      std::cout << f << "\n";
+    }
+  }
+  return 0;
+}
+
+int Run(const Options& o) {
+  if (o.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (o.words.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string& cmd = o.words[0];
+  if (cmd == "image") return Image(o);
+  if (cmd == "setup") return Setup(o);
+  if (o.words.size() > 1) {
+    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
+                {"see 'ss vm --help'"});
+  }
+  Config config = Config::Load();
+  if (cmd == "start") return Start(o, config);
+  if (cmd == "stop") return Stop(o, config);
+  if (cmd == "status") return Status(o, config);
+  if (cmd == "reset") return Reset(o, config);
+  if (cmd == "delete") return Delete(o, config);
+  if (cmd == "list" || cmd == "ls") return List(o, config);
+  std::vector<std::string> hints;
+  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "image", "setup"})) {
+    hints.push_back(Cat("did you mean '", *guess, "'?"));
+  }
+  hints.push_back("see 'ss vm --help'");
+  throw Error(kExitUsage, Cat("unknown command '", cmd, "'"), {}, hints);
+}
+
+}  // namespace
+}  // namespace ss
+
+int main(int argc, char** argv) {
+  return ss::RunTool("ss-vm", argc, argv, [](const ss::Args& args) {
+    if (!args.empty() && args[0] == "--complete") return ss::Complete({args.begin() + 1, args.end()});
+    return ss::Run(ss::ParseArgs(args));
+  });
+}
