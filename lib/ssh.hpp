@@ -183,7 +183,9 @@ class SshConnection {
   // Runs the loop (forwards, ExecAsync commands) until Stop(); throws ss::Error(255) when the
   // connection is lost.
   void Run();
-  void Stop();  // any thread
+  // Makes the current (or else the next) Run() return; callable from any thread. The other
+  // calls that run the loop are not affected.
+  void Stop();
 
   // Channels open now (sessions and forwarded connections).
   size_t ChannelCount() const;
