@@ -164,9 +164,7 @@ std::string SshConnection::Subject() const {
   return Cat("'", endpoint_.user, "@", endpoint_.host, ":", endpoint_.port, "'");
 }
 
-void SshConnection::Run() {
-  mux_->RunUntil([] { return false; });
-}
+void SshConnection::Run() { mux_->Run(); }
 
 void SshConnection::Stop() { mux_->Stop(); }
 

@@ -56,7 +56,7 @@ struct ExecOptions {
   // LC_*), and a refusal is an error.
   EnvList env;
   // Exported to the command through its stdin ahead of the input: never in any argv, never on
-  // the sandbox's disk (see ssh_command.hpp). Works with any sshd.
+  // the sandbox's disk (see ssh_command.hpp). Works with a stock sshd and a POSIX login shell.
   EnvList secret_env;
   // Remote working directory ("~/x" is relative to the home); empty: the home.
   std::string cwd;
@@ -183,7 +183,9 @@ class SshConnection {
   // Runs the loop (forwards, ExecAsync commands) until Stop(); throws ss::Error(255) when the
   // connection is lost.
   void Run();
-  void Stop();  // any thread
+  // Makes the current (or else the next) Run() return; callable from any thread. The other
+  // calls that run the loop are not affected.
+  void Stop();
 
   // Channels open now (sessions and forwarded connections).
   size_t ChannelCount() const;

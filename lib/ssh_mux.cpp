@@ -175,13 +175,17 @@ int Mux::Blocking(const std::function<int()>& fn) {
 }
 
 void Mux::RunUntil(const std::function<bool()>& done) {
-  stop_ = false;
   if (io_.stopped()) io_.restart();
   Wake();
-  while (!done() && !stop_) {
+  while (!done()) {
     if (lost_) throw Error(kExitRemote, options_.lost_message);
     io_.run_one();
   }
+}
+
+void Mux::Run() {
+  RunUntil([this] { return stop_; });
+  stop_ = false;
 }
 
 void Mux::Stop() {

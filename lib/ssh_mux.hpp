@@ -134,9 +134,11 @@ class Mux {
   // for the answer to an outstanding keepalive, which shares libssh's one global-request slot.
   int Blocking(const std::function<int()>& fn);
 
-  // Runs the loop until done() or Stop(); throws ss::Error(255) when the connection is lost.
+  // Runs the loop until done(); throws ss::Error(255) when the connection is lost.
   void RunUntil(const std::function<bool()>& done);
-  // Makes RunUntil return; callable from any thread.
+  // Runs the loop until Stop() (which may also come before); throws like RunUntil.
+  void Run();
+  // Makes the current or next Run() return; callable from any thread.
   void Stop();
 
   bool lost() const { return lost_; }
