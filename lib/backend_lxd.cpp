@@ -150,12 +150,10 @@ void LxdBackend::EnsureImage(const std::string& image_id, const std::string& ima
   std::string alias = Cat("ss-", image_id);
   if (Query(Cat("/1.0/images/aliases/", alias))) return;
   progress.Step(Cat("importing image ", image_id, " into LXD"));
-  TempDir tmp(CacheDir());
+  TempDir tmp;
   std::string meta = Cat(tmp.path(), "/meta.tar");
-  std::string rootfs = Cat(tmp.path(), "/rootfs.tar");
   WriteLxdMetadataTarball(image_dir, meta);
-  WriteRootfsTarball(image_dir, rootfs);
-  std::vector<std::string> args{"image", "import", meta, rootfs};
+  std::vector<std::string> args{"image", "import", meta, ContainerTarball(image_dir)};
   if (!remote_.empty()) args.push_back(remote_ + ":");
   args.insert(args.end(), {"--alias", alias});
   Lxc(args, Cat("cannot import image ", image_id, " into LXD"), std::chrono::seconds(900));

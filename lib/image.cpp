@@ -26,7 +26,7 @@ namespace ss {
 namespace {
 
 // Bump when the build steps change in a way the lists and files below do not show.
-constexpr int kRecipeVersion = 1;
+constexpr int kRecipeVersion = 2;
 constexpr int64_t kMinFreeBytes = 6LL * 1024 * 1024 * 1024;
 
 // The minimal system debootstrap lays down; apt in the new system does the rest (debootstrap
@@ -205,26 +205,32 @@ class Builder {
   void Run() {
     progress_.Step(Cat("debootstrap ", o_.release, " (base system, a few minutes)"));
     Debootstrap();
-    ChrootMounts mounts(root_);
-    AtomicWrite(root_ + "/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0755);
-    CopyResolvConf();
-    WriteSources();
-    progress_.Step(
-        Cat("apt-get install: ", kToolPackages.size(), " packages and their dependencies"));
-    Chroot({"apt-get", "update"}, "apt-get update");
-    Chroot({"apt-get", "-y", "upgrade"}, "apt-get upgrade", std::chrono::minutes(20));
-    std::vector<std::string> install{"apt-get", "install", "-y", "--no-install-recommends"};
-    install.insert(install.end(), kToolPackages.begin(), kToolPackages.end());
-    Chroot(install, "apt-get install", std::chrono::minutes(30));
-    progress_.Step(Cat("Node.js ", kNodeMajor, " and npm ", kNpmMajor, " from the npm registry"));
-    InstallNode();
-    progress_.Step(Cat("npm install -g ", Join(kNpmPackages, " ")));
-    NpmInstall();
-    progress_.Step("configuring the system");
-    Configure();
-    versions_ = Versions();
-    progress_.Step("cleaning up");
-    Clean();
+    {
+      // Package scripts want /proc, /sys and /dev; they are unmounted before anything packs
+      // or removes the tree.
+      ChrootMounts mounts(root_);
+      AtomicWrite(root_ + "/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0755);
+      CopyResolvConf();
+      WriteSources();
+      progress_.Step(
+          Cat("apt-get install: ", kToolPackages.size(), " packages and their dependencies"));
+      Chroot({"apt-get", "update"}, "apt-get update");
+      Chroot({"apt-get", "-y", "upgrade"}, "apt-get upgrade", std::chrono::minutes(20));
+      std::vector<std::string> install{"apt-get", "install", "-y", "--no-install-recommends"};
+      install.insert(install.end(), kToolPackages.begin(), kToolPackages.end());
+      Chroot(install, "apt-get install", std::chrono::minutes(30));
+      progress_.Step(Cat("Node.js ", kNodeMajor, " and npm ", kNpmMajor, " from the npm registry"));
+      InstallNode();
+      progress_.Step(Cat("npm install -g ", Join(kNpmPackages, " ")));
+      NpmInstall();
+      progress_.Step("configuring the system");
+      Configure();
+      versions_ = Versions();
+      progress_.Step("cleaning up");
+      Clean();
+    }
+    progress_.Step("exporting for containers");
+    Export();
   }
 
   Json versions() const { return versions_; }
@@ -453,6 +459,24 @@ class Builder {
     if (d) ::closedir(d);
   }
 
+  // Containers run the host's kernel: the image's kernel and modules (440 MB) stay out of their
+  // tarball. The tree itself is not kept: every export is made here, by root.
+  void Export() {
+    std::string tar = dir_ + "/rootfs.tar";
+    Check(ss::Run({"tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--exclude=./boot/*",
+                   "--exclude=./usr/lib/modules/*", "-C", root_, "-cf", tar, "."},
+                  Options(std::chrono::minutes(10))),
+          "packing the root filesystem");
+    ::chmod(tar.c_str(), 0644);
+    size_bytes_ = TreeSize(root_);
+    RemoveTree(root_);
+  }
+
+ public:
+  int64_t size_bytes() const { return size_bytes_; }
+
+ private:
+  int64_t size_bytes_ = 0;
   ImageBuildOptions o_;
   std::string dir_, root_, log_;
   Progress& progress_;
@@ -547,7 +571,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
   info["mirror"] = options.mirror;
   info["created"] = FormatRfc3339(NowSeconds());
   info["versions"] = builder.versions();
-  info["size_bytes"] = TreeSize(work.path() + "/rootfs");
+  info["size_bytes"] = builder.size_bytes();
   AtomicWrite(work.path() + "/image.json", DumpJson(info, 2) + "\n", 0644);
   std::string final_dir = Cat(ImagesDir(), "/", id);
   if (PathExists(final_dir)) {
@@ -559,6 +583,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
                 Cat("cannot move the image into ", final_dir, ": ", std::strerror(errno)));
   }
   work.Release();
+  ::chmod(final_dir.c_str(), 0755);  // users in the lxd or docker group import from here
   progress.Done(Cat("image ", id, " built"));
   return ReadInfo(final_dir);
 }
@@ -574,11 +599,13 @@ void RemoveImage(const ImageInfo& image) {
   RemoveTree(doomed);
 }
 
-void WriteRootfsTarball(const std::string& image_dir, const std::string& path) {
-  // Containers run the host's kernel: the image's kernel and modules (440 MB) stay out.
-  RunChecked({"tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--exclude=./boot/*",
-              "--exclude=./usr/lib/modules/*", "-C", image_dir + "/rootfs", "-cf", path, "."},
-             "cannot pack the image", {}, kExitIoErr);
+std::string ContainerTarball(const std::string& image_dir) {
+  std::string tar = image_dir + "/rootfs.tar";
+  if (!PathExists(tar)) {
+    throw Error(kExitNoInput, Cat("the image in ", image_dir, " has no container export"), {},
+                {"rebuild it: sudo ss vm image build --force"});
+  }
+  return tar;
 }
 
 void WriteLxdMetadataTarball(const std::string& image_dir, const std::string& path) {

@@ -2,10 +2,14 @@
 // debootstrap, with everything the agent needs (so a sandbox needs no network to provision),
 // cached under $SS_CACHE/images/<id>/ and exported to each backend's format on demand.
 //
-//   images/<id>/rootfs/      the root filesystem (root-owned, numeric ids)
-//   images/<id>/vmlinuz      its kernel and initrd, for direct kernel boot (QEMU)
+//   images/<id>/rootfs.tar   the root filesystem for containers (numeric owners, xattrs; no
+//                            kernel or modules), readable by everyone
+//   images/<id>/vmlinuz      the kernel and initrd, for direct kernel boot (QEMU)
 //   images/<id>/initrd.img
 //   images/<id>/image.json   id, release, mirror, created, versions of what is inside, size
+//
+// Building needs root (debootstrap, chroot, reading every file); using an image does not: the
+// exports are made at build time, so a user in the lxd or docker group imports them.
 //
 // The id is "<release>-<hash>" where the hash covers the recipe (packages, the files baked into
 // the image, the build steps), so a changed recipe is a new image and an unchanged one is reused.
@@ -49,9 +53,9 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress);
 ImageInfo EnsureImage(Progress& progress);
 void RemoveImage(const ImageInfo& image);
 
-// Exports: a tarball of the root filesystem (numeric owners, xattrs kept), and the LXD metadata
-// tarball (metadata.yaml + hostname/hosts templates).
-void WriteRootfsTarball(const std::string& image_dir, const std::string& path);
+// The container export of an image, and the LXD metadata tarball (metadata.yaml and the
+// hostname/hosts templates) written to `path`.
+std::string ContainerTarball(const std::string& image_dir);
 void WriteLxdMetadataTarball(const std::string& image_dir, const std::string& path);
 
 }  // namespace ss

@@ -44,14 +44,10 @@ uid_t ProjectsUid() {
 Error VmFailedToStart(const std::string& backend, const std::string& why) {
   std::vector<std::string> details;
   if (!why.empty()) details.push_back(Cat("Reason: ", why));
-  details.insert(details.end(), {"",
-                                 "Possible causes:",
-                                 "  • Not enough memory (need 4GB free)",
+  details.insert(details.end(), {"", "Possible causes:", "  • Not enough memory (need 4GB free)",
                                  "  • Not enough disk space (need 5GB free)",
-                                 Cat("  • ", backend, " not installed or not running"),
-                                 "",
-                                 "Try:",
-                                 "  ss reset          # Reset VM",
+                                 Cat("  • ", backend, " not installed or not running"), "",
+                                 "Try:", "  ss reset          # Reset VM",
                                  "  ss doctor         # Check the host and backends"});
   return Error(kExitUnavailable, "VM failed to start", details).AsBlock();
 }
@@ -178,17 +174,17 @@ void Sandbox::Create(Progress& progress) {
   spec.resources = DesiredResources();
   spec.host_uid = ProjectsUid();
   spec.mounts.push_back({"projects", ProjectsDir(), "/home/sandbox/projects", false});
-  spec.meta_data = RenderTemplate(RequireResource("cloud-init/meta-data"),
-                                  {{"instance_id", Cat(name_, "-", NowSeconds().time_since_epoch().count())},
-                                   {"hostname", name_}});
-  spec.user_data = RenderTemplate(
-      RequireResource("cloud-init/user-data"),
-      {{"hostname", name_},
-       {"client_public_key", ReadPublicKey(client_key)},
-       {"host_private_key", Indent(host.private_key, "    ")},
-       {"host_public_key", host.public_key},
-       {"cdp_port", std::to_string(config_.Int("browser.cdp_port"))},
-       {"extra", ""}});
+  spec.meta_data =
+      RenderTemplate(RequireResource("cloud-init/meta-data"),
+                     {{"instance_id", Cat(name_, "-", NowSeconds().time_since_epoch().count())},
+                      {"hostname", name_}});
+  spec.user_data = RenderTemplate(RequireResource("cloud-init/user-data"),
+                                  {{"hostname", name_},
+                                   {"client_public_key", ReadPublicKey(client_key)},
+                                   {"host_private_key", Indent(host.private_key, "    ")},
+                                   {"host_public_key", host.public_key},
+                                   {"cdp_port", std::to_string(config_.Int("browser.cdp_port"))},
+                                   {"extra", ""}});
   try {
     backend_->Create(spec, progress);
   } catch (...) {
@@ -214,7 +210,8 @@ SshEndpoint Sandbox::Endpoint() {
   }
   // The pin follows the address (a port may change between starts); the key never does.
   std::string pub = ReadPublicKey(host_pub);
-  if (PinnedHostKeys(e.known_hosts_file, e.host, e.port) != std::vector<std::string>{pub.substr(0, pub.rfind(' '))}) {
+  if (PinnedHostKeys(e.known_hosts_file, e.host, e.port) !=
+      std::vector<std::string>{pub.substr(0, pub.rfind(' '))}) {
     PinHostKey(e.known_hosts_file, e.host, e.port, pub);
   }
   return e;
@@ -241,7 +238,8 @@ GuestFacts Sandbox::Inspect() {
     }
     if (w.size() >= 2 && w[0] == "MemTotal:") total_kb = std::stoll(w[1]);
     if (w.size() >= 2 && w[0] == "MemAvailable:") available_kb = std::stoll(w[1]);
-    if (w.size() == 2 && w[0].find(':') == std::string::npos && w[0].find('.') != std::string::npos) {
+    if (w.size() == 2 && w[0].find(':') == std::string::npos &&
+        w[0].find('.') != std::string::npos) {
       f.uptime_seconds = static_cast<int64_t>(std::stod(w[0]));
     }
   }
@@ -275,7 +273,8 @@ void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
     SandboxState state = backend_->State(name_);
     if (state == SandboxState::kStopped || state == SandboxState::kBroken ||
         state == SandboxState::kNotExists) {
-      throw VmFailedToStart(backend_name_, Cat("the ", backend_name_, " machine is ", StateName(state)));
+      throw VmFailedToStart(backend_name_,
+                            Cat("the ", backend_name_, " machine is ", StateName(state)));
     }
     if (state == SandboxState::kRunning) {
       try {
@@ -296,7 +295,8 @@ void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
     }
     if (Clock::now() >= deadline) {
       if (state == SandboxState::kRunning) throw CouldNotConnect(last_error);
-      throw VmFailedToStart(backend_name_, Cat("still ", StateName(state), " after ", timeout.count(), "s"));
+      throw VmFailedToStart(backend_name_,
+                            Cat("still ", StateName(state), " after ", timeout.count(), "s"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -308,9 +308,13 @@ void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
                 std::chrono::minutes(30), Cat("sandbox '", name_, "'"));
   SandboxState state = State();
   if (state == SandboxState::kBroken && !exists()) {
-    throw Error(kExitCantCreate, Cat("a ", backend_name_, " machine called '", name_,
-                                     "' exists but this install has no record of it"),
-                {}, {Cat("delete it with ", backend_name_ == "lxd" ? "lxc delete --force " : "your backend's tool: ", name_)});
+    throw Error(
+        kExitCantCreate,
+        Cat("a ", backend_name_, " machine called '", name_,
+            "' exists but this install has no record of it"),
+        {},
+        {Cat("delete it with ",
+             backend_name_ == "lxd" ? "lxc delete --force " : "your backend's tool: ", name_)});
   }
   if (state == SandboxState::kNotExists) {
     progress.Step(Cat("creating sandbox '", name_, "' (", backend_name_, ")"));

@@ -56,12 +56,12 @@ Options:
   -h, --help            show this help
 )";
 
-const std::vector<std::string> kVerbs = {"shell",  "root",  "login", "claude",    "claude-run",
-                                         "claude-resume", "exec", "docker", "logs", "ssh-config"};
+const std::vector<std::string> kVerbs = {"shell",         "root", "login",  "claude", "claude-run",
+                                         "claude-resume", "exec", "docker", "logs",   "ssh-config"};
 
 struct Options {
-  std::string verb;     // empty: ss PROJECT
-  std::string project;  // may be empty for verbs that take none
+  std::string verb;                  // empty: ss PROJECT
+  std::string project;               // may be empty for verbs that take none
   std::vector<std::string> words;    // positional words after the verb
   std::vector<std::string> command;  // after --
   bool has_command = false;
@@ -98,7 +98,8 @@ Options ParseArgs(const Args& args) {
       continue;
     }
     auto value = [&](const char* flag) -> std::string {
-      if (i + 1 >= args.size()) throw Error(kExitUsage, Cat(flag, " needs a value"), {}, {"see 'ss attach --help'"});
+      if (i + 1 >= args.size())
+        throw Error(kExitUsage, Cat(flag, " needs a value"), {}, {"see 'ss attach --help'"});
       return args[++i];
     };
     if (a == "-h" || a == "--help") {
@@ -118,8 +119,10 @@ Options ParseArgs(const Args& args) {
       o.sandbox = a.substr(10);
     } else if (a == "--timeout") {
       std::string v = value("--timeout");
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) == 0) {
-        throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not '", v, "'"));
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(v) == 0) {
+        throw Error(kExitUsage,
+                    Cat("--timeout must be a positive number of seconds, not '", v, "'"));
       }
       o.timeout = std::stoi(v);
     } else if (a.size() > 1 && a[0] == '-' && o.verb != "claude-run") {
@@ -149,12 +152,14 @@ class Session {
 
   EnvList Secrets() {
     std::vector<std::string> names;
-    for (const auto& item : config_.SandboxValue(sandbox_.name(), "secrets")) names.push_back(item.get<std::string>());
+    for (const auto& item : config_.SandboxValue(sandbox_.name(), "secrets"))
+      names.push_back(item.get<std::string>());
     names.insert(names.end(), o_.env.begin(), o_.env.end());
     EnvList out;
     for (const auto& name : names) {
       CheckEnvName(name);
-      if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; })) continue;
+      if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; }))
+        continue;
       const char* v = std::getenv(name.c_str());
       if (!v) {
         Warn(Cat("$", name, " is not set on the host; the session starts without it"));
@@ -348,7 +353,8 @@ int Run(const Options& o) {
   }
   ExecResult ps = s.Connect().Exec({"docker", "ps", "--format", "{{.Names}}"});
   if (ps.status != 0) {
-    throw Error(kExitUnavailable, "cannot list the sandbox's containers", {Cat("  ", Trim(ps.err))});
+    throw Error(kExitUnavailable, "cannot list the sandbox's containers",
+                {Cat("  ", Trim(ps.err))});
   }
   int status = 0;
   for (const auto& name : SplitLines(ps.out)) {
@@ -388,7 +394,8 @@ int Complete(const Args& words) {
 int main(int argc, char** argv) {
   // Sessions are what users type all day: messages say "ss", not the binary's name.
   return ss::RunTool("ss", argc, argv, [](const ss::Args& args) {
-    if (!args.empty() && args[0] == "--complete") return ss::Complete({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "--complete")
+      return ss::Complete({args.begin() + 1, args.end()});
     return ss::Run(ss::ParseArgs(args));
   });
 }

@@ -77,8 +77,8 @@ Options ParseArgs(const Args& args) {
       "timeout", po::value(&o.timeout))("release", po::value(&o.release))(
       "mirror", po::value(&o.mirror))("force", po::bool_switch(&o.force))(
       "stop", po::bool_switch(&o.stop))("json", po::bool_switch(&o.json))(
-      "yes,y", po::bool_switch(&o.yes))("help,h", po::bool_switch(&o.help))(
-      "words", po::value(&o.words));
+      "yes,y", po::bool_switch(&o.yes))("help,h", po::bool_switch(&o.help))("words",
+                                                                            po::value(&o.words));
   po::positional_options_description pos;
   pos.add("words", -1);
   po::variables_map vm;
@@ -182,12 +182,15 @@ int Status(const Options& o, const Config& config) {
       doc["ssh"] = {{"host", t.host}, {"port", t.port}, {"user", "sandbox"}};
     }
     doc["projects"] = projects;
-    doc["agent_logged_in"] = guest && guest->agent_logged_in ? Json(*guest->agent_logged_in) : Json();
+    doc["agent_logged_in"] =
+        guest && guest->agent_logged_in ? Json(*guest->agent_logged_in) : Json();
     if (!guest_error.empty()) doc["error"] = guest_error;
     PrintJson(doc);
     return 0;
   }
-  auto used = [](int64_t v) { return v >= 0 ? Cat(" (", FormatSizeHuman(v), " used)") : std::string(); };
+  auto used = [](int64_t v) {
+    return v >= 0 ? Cat(" (", FormatSizeHuman(v), " used)") : std::string();
+  };
   std::string vm = StateName(state);
   if (state == SandboxState::kRunning) vm += Cat(" (uptime: ", FormatUptime(uptime), ")");
   if (state == SandboxState::kNotExists) vm = "not created (it is created on first use)";
@@ -197,9 +200,10 @@ int Status(const Options& o, const Config& config) {
   std::cout << "Disk:      " << FormatSizeHuman(disk) << used(disk_used) << "\n";
   std::cout << "Projects:  " << projects << "\n";
   if (state == SandboxState::kRunning) {
-    std::string claude = guest && guest->agent_logged_in
-                             ? (*guest->agent_logged_in ? "logged in" : "not logged in (run: ss login)")
-                             : Cat("unknown (", guest_error, ")");
+    std::string claude =
+        guest && guest->agent_logged_in
+            ? (*guest->agent_logged_in ? "logged in" : "not logged in (run: ss login)")
+            : Cat("unknown (", guest_error, ")");
     std::cout << "Claude:    " << claude << "\n";
   }
   std::cout << "Backend:   " << sandbox.backend_name() << " (" << probe.reason << ")\n";
@@ -209,15 +213,17 @@ int Status(const Options& o, const Config& config) {
 
 int Reset(const Options& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
-  std::string question = Cat(
-      "This will:\n"
-      "  • Stop the VM\n"
-      "  • Reset to fresh state\n"
-      "  • Require re-login to Claude Code, gh, vercel\n"
-      "\n"
-      "Projects in ", DisplayPath(ProjectsDir()), "/ are NOT affected.\n"
-      "\n"
-      "Continue? [y/N]: ");
+  std::string question =
+      Cat("This will:\n"
+          "  • Stop the VM\n"
+          "  • Reset to fresh state\n"
+          "  • Require re-login to Claude Code, gh, vercel\n"
+          "\n"
+          "Projects in ",
+          DisplayPath(ProjectsDir()),
+          "/ are NOT affected.\n"
+          "\n"
+          "Continue? [y/N]: ");
   if (!o.yes) {
     if (!Confirm(question, false)) {
       std::cout << "Cancelled.\n";
@@ -253,7 +259,9 @@ int List(const Options& o, const Config& config) {
   Json doc = JsonDocument("SandboxList");
   doc["items"] = Json::array();
   bool tty = StdoutIsTty();
-  if (!o.json && tty) std::cout << std::left << std::setw(24) << "NAME" << std::setw(10) << "BACKEND" << "STATE\n";
+  if (!o.json && tty)
+    std::cout << std::left << std::setw(24) << "NAME" << std::setw(10) << "BACKEND"
+              << "STATE\n";
   for (const auto& name : KnownSandboxes()) {
     std::string backend, state;
     try {
@@ -278,7 +286,8 @@ int List(const Options& o, const Config& config) {
 int Image(const Options& o) {
   std::string action = o.words.size() > 1 ? o.words[1] : "";
   if (action == "build") {
-    if (o.words.size() != 2) throw Error(kExitUsage, "usage: ss vm image build [--release R] [--mirror URL] [--force]");
+    if (o.words.size() != 2)
+      throw Error(kExitUsage, "usage: ss vm image build [--release R] [--mirror URL] [--force]");
     ImageBuildOptions b;
     b.release = o.release;
     b.mirror = o.mirror;
@@ -305,15 +314,21 @@ int Image(const Options& o) {
       Json doc = JsonDocument("ImageList");
       doc["items"] = Json::array();
       for (const auto& i : images) {
-        doc["items"].push_back({{"id", i.id}, {"path", i.dir}, {"release", i.release},
-                                {"created", i.created}, {"size_bytes", i.size_bytes},
+        doc["items"].push_back({{"id", i.id},
+                                {"path", i.dir},
+                                {"release", i.release},
+                                {"created", i.created},
+                                {"size_bytes", i.size_bytes},
                                 {"versions", i.versions}});
       }
       PrintJson(doc);
       return 0;
     }
     bool tty = StdoutIsTty();
-    if (tty) std::cout << std::left << std::setw(22) << "ID" << std::setw(22) << "CREATED" << std::setw(10) << "SIZE" << "CLAUDE CODE\n";
+    if (tty)
+      std::cout << std::left << std::setw(22) << "ID" << std::setw(22) << "CREATED" << std::setw(10)
+                << "SIZE"
+                << "CLAUDE CODE\n";
     for (const auto& i : images) {
       std::string claude = i.versions.value("claude_code", "");
       if (tty) {
@@ -342,8 +357,10 @@ int Image(const Options& o) {
     std::cout << "Removed: " << image->id << "\n";
     return 0;
   }
-  throw Error(kExitUsage, Cat(action.empty() ? "missing image command" : Cat("unknown image command '", action, "'")),
-              {}, {"use build, ls or rm; see 'ss vm --help'"});
+  throw Error(
+      kExitUsage,
+      Cat(action.empty() ? "missing image command" : Cat("unknown image command '", action, "'")),
+      {}, {"use build, ls or rm; see 'ss vm --help'"});
 }
 
 int Setup(const Options& o) {
@@ -359,7 +376,8 @@ int Setup(const Options& o) {
     doc["backend"] = backend;
     doc["changes"] = report.done;
     doc["started"] = Json::array();
-    for (const auto& [name, pid] : report.started) doc["started"].push_back({{"name", name}, {"pid", pid}});
+    for (const auto& [name, pid] : report.started)
+      doc["started"].push_back({{"name", name}, {"pid", pid}});
     PrintJson(doc);
     return 0;
   }
@@ -419,7 +437,8 @@ int Run(const Options& o) {
   if (cmd == "delete") return Delete(o, config);
   if (cmd == "list" || cmd == "ls") return List(o, config);
   std::vector<std::string> hints;
-  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "image", "setup"})) {
+  if (auto guess =
+          Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "image", "setup"})) {
     hints.push_back(Cat("did you mean '", *guess, "'?"));
   }
   hints.push_back("see 'ss vm --help'");
@@ -431,7 +450,8 @@ int Run(const Options& o) {
 
 int main(int argc, char** argv) {
   return ss::RunTool("ss-vm", argc, argv, [](const ss::Args& args) {
-    if (!args.empty() && args[0] == "--complete") return ss::Complete({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "--complete")
+      return ss::Complete({args.begin() + 1, args.end()});
     return ss::Run(ss::ParseArgs(args));
   });
 }

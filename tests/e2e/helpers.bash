@@ -9,16 +9,33 @@ bats_load_library bats-file
 : "${SS_BUILD_DIR:?run through ctest, or set SS_BUILD_DIR to the build directory}"
 export PATH="$SS_BUILD_DIR/bin:$PATH"
 export SS_NO_UPDATE=1
+# Built images are shared by every test and kept between runs: the cache of the user running
+# the tests, whatever HOME a test uses.
+export SS_CACHE="${SS_CACHE:-${HOME:-/root}/.cache/ss}"
 unset SS_SANDBOX CLAUDE_SANDBOX SS_DEBUG SS_TRACE SS_EXEC_PATH
 
 # e2e_home: a hermetic HOME/SS_HOME for the whole file (sandboxes outlive single tests).
+# The home is outside bats' private (0700) temporary tree, so that the projects' owner can
+# reach it as a real user would. e2e_home_remove removes it.
 e2e_home() {
-  export HOME="$BATS_FILE_TMPDIR/home"
-  export SS_HOME="$HOME/super-sandbox"
-  mkdir -p "$SS_HOME/projects"
+  E2E_ROOT=$(mktemp -d /var/tmp/ss-e2e.XXXXXX)
+  chmod 755 "$E2E_ROOT"
+  echo "$E2E_ROOT" > "$BATS_FILE_TMPDIR/e2e_root"
+  e2e_env
+  mkdir -p "$HOME"
+  ss new e2e-scratch >/dev/null  # creates the projects folder as ss would
+}
+e2e_env() {
+  E2E_ROOT=$(cat "$BATS_FILE_TMPDIR/e2e_root")
+  export HOME="$E2E_ROOT/home" SS_HOME="$E2E_ROOT/home/super-sandbox"
+}
+e2e_home_remove() {
+  e2e_env
+  case "$E2E_ROOT" in /var/tmp/ss-e2e.*) rm -rf "$E2E_ROOT" ;; esac
 }
 
-# sandbox_ssh NAME CMD...: OpenSSH into the sandbox with the install's key and the pinned host
+# sandbox_ssh NAME CMD...: OpenSSH into the sandbox (which, like ssh, joins CMD into one line for
+# the remote shell: quote shell snippets as one word) with the install's key and the pinned host
 # key (StrictHostKeyChecking yes: nothing is accepted on first use).
 sandbox_ssh() {
   local name=$1; shift
@@ -30,9 +47,18 @@ sandbox_ssh() {
     -o ConnectTimeout=10 -p "$port" "sandbox@$host" -- "$@"
 }
 
+# as_owner CMD...: runs CMD as the owner of the projects folder, the way its user would (run as
+# root, ss gives projects to the sandbox user's uid).
+as_owner() {
+  local uid gid
+  uid=$(stat -c %u "$SS_HOME/projects")
+  gid=$(stat -c %g "$SS_HOME/projects")
+  if [ "$(id -u)" = "$uid" ]; then "$@"; else setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"; fi
+}
+
 # busybox_tar PATH: a one-binary root filesystem, to import as a docker image with no registry.
 busybox_tar() {
-  local dir="$BATS_FILE_TMPDIR/busybox"
+  local dir="$E2E_ROOT/busybox"
   mkdir -p "$dir/rootfs/bin"
   cp /bin/busybox "$dir/rootfs/bin/busybox"
   ln -sf busybox "$dir/rootfs/bin/sh"

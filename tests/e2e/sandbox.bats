@@ -15,11 +15,13 @@ setup_file() {
 }
 
 teardown_file() {
+  e2e_env
   ss vm delete --sandbox "$SANDBOX" --yes || true
+  e2e_home_remove
 }
 
 setup() {
-  export HOME="$BATS_FILE_TMPDIR/home" SS_HOME="$BATS_FILE_TMPDIR/home/super-sandbox"
+  e2e_env
 }
 
 @test "start creates the sandbox from the image and waits until it is ready" {
@@ -38,14 +40,15 @@ setup() {
   run sandbox_ssh "$SANDBOX" id -un
   assert_success
   assert_output "sandbox"
-  # The pinned key is the one the sandbox presents: a wrong pin is refused.
+  # The pinned key is the one the sandbox presents: OpenSSH with a wrong pin is refused.
+  port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
   kh="$SS_HOME/.ss/sandboxes/$SANDBOX/known_hosts"
   cp "$kh" "$BATS_TEST_TMPDIR/kh.bak"
   sed -i 's/ssh-ed25519 .*/ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhI4F8fM0u1B3Hlq4H9t5y9tY7zV7jW8M2r3M0nJ9Zk/' "$kh"
-  run sandbox_ssh "$SANDBOX" true
+  run ssh -q -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
+    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$kh" -p "$port" sandbox@127.0.0.1 true
   assert_failure
   cp "$BATS_TEST_TMPDIR/kh.bak" "$kh"
-  port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
   run ssh -o BatchMode=yes -o PubkeyAuthentication=no -o StrictHostKeyChecking=no \
     -o UserKnownHostsFile=/dev/null -o PreferredAuthentications=password,keyboard-interactive \
     -p "$port" sandbox@127.0.0.1 true
@@ -67,12 +70,12 @@ setup() {
 }
 
 @test "the projects folder is shared read-write both ways with the right owners" {
-  mkdir -p "$SS_HOME/projects/shared"
-  echo "from host" > "$SS_HOME/projects/shared/host.txt"
-  run sandbox_ssh "$SANDBOX" stat -c '%U %s' /home/sandbox/projects/shared/host.txt
+  as_owner mkdir -p "$SS_HOME/projects/shared"
+  as_owner sh -c 'echo "from host" > "$1"' sh "$SS_HOME/projects/shared/host.txt"
+  run sandbox_ssh "$SANDBOX" "stat -c '%U %s' /home/sandbox/projects/shared/host.txt"
   assert_success
   assert_output "sandbox 10"
-  run sandbox_ssh "$SANDBOX" sh -c 'echo from-sandbox > /home/sandbox/projects/shared/box.txt && mkdir -p /home/sandbox/projects/shared/d/e'
+  run sandbox_ssh "$SANDBOX" 'echo from-sandbox > /home/sandbox/projects/shared/box.txt && mkdir -p /home/sandbox/projects/shared/d/e'
   assert_success
   assert_file_exists "$SS_HOME/projects/shared/box.txt"
   assert_equal "$(cat "$SS_HOME/projects/shared/box.txt")" "from-sandbox"
@@ -81,9 +84,9 @@ setup() {
 }
 
 @test "git status works inside a shared project (no dubious ownership)" {
-  mkdir -p "$SS_HOME/projects/gitproj"
-  git -C "$SS_HOME/projects/gitproj" init -q -b main
-  echo x > "$SS_HOME/projects/gitproj/f"
+  as_owner mkdir -p "$SS_HOME/projects/gitproj"
+  as_owner git -C "$SS_HOME/projects/gitproj" init -q -b main
+  as_owner touch "$SS_HOME/projects/gitproj/f"
   run sandbox_ssh "$SANDBOX" git -C /home/sandbox/projects/gitproj status --porcelain
   assert_success
   assert_output "?? f"
@@ -92,8 +95,9 @@ setup() {
 }
 
 @test "docker runs a locally imported image inside the sandbox" {
-  mkdir -p "$SS_HOME/projects/dock"
-  busybox_tar "$SS_HOME/projects/dock/busybox.tar"
+  as_owner mkdir -p "$SS_HOME/projects/dock"
+  busybox_tar "$E2E_ROOT/busybox.tar"
+  as_owner cp "$E2E_ROOT/busybox.tar" "$SS_HOME/projects/dock/busybox.tar"
   run sandbox_ssh "$SANDBOX" docker import /home/sandbox/projects/dock/busybox.tar ss-e2e-busybox
   assert_success
   run sandbox_ssh "$SANDBOX" docker run --rm --network none ss-e2e-busybox /bin/busybox echo hello-from-docker
@@ -102,7 +106,7 @@ setup() {
 }
 
 @test "status prints the spec's lines" {
-  mkdir -p "$SS_HOME/projects/alpha" "$SS_HOME/projects/beta"
+  ss new alpha >/dev/null && ss new beta >/dev/null
   run ss status --sandbox "$SANDBOX"
   assert_success
   assert_line --index 0 --regexp '^VM:        running \(uptime: [0-9]+[smhd]'
@@ -115,7 +119,7 @@ setup() {
 }
 
 @test "stop, then start again, keeps what was installed" {
-  sandbox_ssh "$SANDBOX" sh -c 'echo kept > ~/marker'
+  sandbox_ssh "$SANDBOX" 'echo kept > ~/marker'
   run --separate-stderr ss stop --sandbox "$SANDBOX"
   assert_success
   assert_output "Stopped."
@@ -131,7 +135,7 @@ setup() {
 }
 
 @test "reset replaces the sandbox and keeps the projects" {
-  echo keep > "$SS_HOME/projects/shared/keep.txt"
+  as_owner sh -c 'echo keep > "$1"' sh "$SS_HOME/projects/shared/keep.txt"
   run ss reset --sandbox "$SANDBOX" </dev/null
   assert_failure 64
   run --separate-stderr ss reset --sandbox "$SANDBOX" --yes
