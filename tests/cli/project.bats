@@ -182,7 +182,7 @@ hint: move it away, or choose another name"
 }
 
 @test "new: a failure leaves nothing behind (git fails, git missing)" {
-  real_git=$(command -v git)
+  real_git=$(type -P git)
   stub git "[ \"\$1\" = commit ] && { echo 'fatal: No space left on device' >&2; exit 128; }; exec $real_git \"\$@\""
   PATH="$STUBS:$PATH" run --separate-stderr ss new broken
   assert_equal "$status" 73
@@ -288,7 +288,7 @@ cwd=$P/my-api"
 @test "new --github: gh missing, exit 69; GitHub refuses, exit 1" {
   mkdir -p "$BATS_TEST_TMPDIR/bin"
   ln -s "$SS_BUILD_DIR/bin/ss" "$BATS_TEST_TMPDIR/bin/ss"
-  ln -s "$(command -v git)" "$BATS_TEST_TMPDIR/bin/git"
+  ln -s "$(type -P git)" "$BATS_TEST_TMPDIR/bin/git"
   run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin" "$SS_BUILD_DIR/bin/ss" new my-api --github --private
   assert_equal "$status" 69
   assert_output "Created: ~/super-sandbox/projects/my-api"
