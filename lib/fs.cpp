@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -172,6 +174,23 @@ void RemoveTree(const std::string& path) {
     IoError("remove", path, errno);
   }
   RemoveTreeOn(path, st, st.st_dev);
+}
+
+namespace {
+uid_t g_chown_uid;
+gid_t g_chown_gid;
+int ChownEntry(const char* path, const struct stat*, int, struct FTW*) {
+  return ::lchown(path, g_chown_uid, g_chown_gid) == 0 ? 0 : errno;
+}
+}  // namespace
+
+void ChownTree(const std::string& path, uid_t uid, gid_t gid) {
+  static std::mutex mu;  // nftw takes no context: one walk at a time
+  std::lock_guard<std::mutex> lock(mu);
+  g_chown_uid = uid;
+  g_chown_gid = gid;
+  int rc = ::nftw(path.c_str(), &ChownEntry, 64, FTW_PHYS);
+  if (rc != 0) IoError("change the owner of", path, rc > 0 ? rc : errno);
 }
 
 FileLock::FileLock(const std::string& path, Mode mode) {

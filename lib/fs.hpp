@@ -24,6 +24,9 @@ void MakeDirs(const std::string& path, mode_t mode = 0755);
 // crossing into another filesystem mounted inside it.
 void RemoveTree(const std::string& path);
 
+// chown -R without following symbolic links (a link itself is given to uid:gid).
+void ChownTree(const std::string& path, uid_t uid, gid_t gid);
+
 std::string Dirname(const std::string& path);
 std::string Basename(const std::string& path);
 

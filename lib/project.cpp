@@ -841,8 +841,7 @@ namespace {
 void GiveToProjectsOwner(int base_fd, const std::string& tmp_path) {
   struct stat base_st;
   if (::geteuid() != 0 || ::fstat(base_fd, &base_st) != 0 || base_st.st_uid == 0) return;
-  RunChecked({"chown", "-R", "-h", Cat(base_st.st_uid, ":", base_st.st_gid), "--", tmp_path},
-             "cannot give the new project to the projects folder's owner", {}, kExitIoErr);
+  ChownTree(tmp_path, base_st.st_uid, base_st.st_gid);
 }
 
 }  // namespace
