@@ -195,8 +195,9 @@ void Sandbox::Create(Progress& progress) {
   WriteRecord(image.id);
 }
 
-SshEndpoint Sandbox::Endpoint() {
-  SshTarget target = backend_->Ssh(name_);
+SshEndpoint Sandbox::Endpoint() { return EndpointAt(backend_->Ssh(name_)); }
+
+SshEndpoint Sandbox::EndpointAt(const SshTarget& target) {
   SshEndpoint e;
   e.host = target.host;
   e.port = target.port;
@@ -264,7 +265,24 @@ GuestFacts Sandbox::Inspect() {
   return f;
 }
 
-void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
+std::unique_ptr<SshConnection> Sandbox::TryConnect() {
+  auto text = ReadFileIfExists(Dir() + "/ssh.json");
+  if (!text || !exists()) return nullptr;
+  try {
+    Json j = Json::parse(*text);
+    SshTarget target{j.at("host").get<std::string>(), j.at("port").get<int>()};
+    SshOptions o = Options();
+    o.connect_timeout = std::chrono::seconds(2);
+    return std::make_unique<SshConnection>(EndpointAt(target), o);
+  } catch (const std::exception& e) {
+    // Stopped, or the address changed: the slow path asks the backend.
+    Debug(Cat("sandbox ", name_, ": no quick connection (", e.what(), ")"));
+    return nullptr;
+  }
+}
+
+std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
+                                                  std::chrono::seconds timeout) {
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + timeout;
   std::string last_error;
@@ -280,9 +298,15 @@ void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
       try {
         SshOptions o = Options();
         o.connect_timeout = std::chrono::seconds(3);
-        SshConnection conn(Endpoint(), o);
-        ExecResult r = conn.Exec({"test", "-e", "/var/lib/ss/provisioned"});
-        if (r.status == 0) return;
+        SshTarget target = backend_->Ssh(name_);
+        auto conn = std::make_unique<SshConnection>(EndpointAt(target), o);
+        ExecResult r = conn->Exec({"test", "-e", "/var/lib/ss/provisioned"});
+        if (r.status == 0) {
+          // Where it answered, for the quick path of the next command.
+          AtomicWrite(Dir() + "/ssh.json",
+                      DumpJson(Json{{"host", target.host}, {"port", target.port}}) + "\n", 0644);
+          return conn;
+        }
         last_error = "provisioning has not finished";
         if (!announced) {
           progress.Step("provisioning (cloud-init)");
@@ -302,7 +326,8 @@ void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
   }
 }
 
-void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
+std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
+                                                      std::chrono::seconds timeout) {
   MakeDirs(SandboxesDir(), 0700);
   FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
                 std::chrono::minutes(30), Cat("sandbox '", name_, "'"));
@@ -325,8 +350,7 @@ void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
       throw VmFailedToStart(backend_name_, e.what());
     }
     // First boot provisions: give it longer.
-    WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
-    return;
+    return WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
   }
   if (state == SandboxState::kStopped) {
     try {
@@ -335,7 +359,7 @@ void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
       throw VmFailedToStart(backend_name_, e.what());
     }
   }
-  WaitReady(progress, timeout);
+  return WaitReady(progress, timeout);
 }
 
 void Sandbox::Stop(std::chrono::seconds timeout) {
@@ -352,7 +376,7 @@ void Sandbox::Delete() {
   RemoveTree(Dir());
 }
 
-void Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
+std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
   {
     MakeDirs(SandboxesDir(), 0700);
     FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
@@ -363,7 +387,7 @@ void Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
     }
     RemoveTree(Dir());
   }
-  EnsureRunning(progress, timeout);
+  return EnsureRunning(progress, timeout);
 }
 
 }  // namespace ss

@@ -142,11 +142,11 @@ class Session {
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
-    SandboxState state = sandbox_.State();
-    if (state != SandboxState::kRunning) Note("Starting VM...");
+    conn_ = sandbox_.TryConnect();
+    if (conn_) return *conn_;
+    if (sandbox_.State() != SandboxState::kRunning) Note("Starting VM...");
     Progress progress(Cat("sandbox ", sandbox_.name()));
-    sandbox_.EnsureRunning(progress, std::chrono::seconds(o_.timeout));
-    conn_ = std::make_unique<SshConnection>(sandbox_.Endpoint(), sandbox_.Options());
+    conn_ = sandbox_.EnsureRunning(progress, std::chrono::seconds(o_.timeout));
     return *conn_;
   }
 
