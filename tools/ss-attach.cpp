@@ -12,6 +12,7 @@
 #include "paths.hpp"
 #include "project.hpp"
 #include "sandbox.hpp"
+#include "session_share.hpp"
 #include "shell_quote.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
@@ -184,12 +185,16 @@ class Session {
     return conn.RunInteractive(io);
   }
 
+  // A command without a terminal: over the sandbox's shared connection when there is one (see
+  // session_share.hpp), else over a connection of its own, leaving a shared one for next time.
   int Stream(const std::vector<std::string>& argv, const std::string& cwd) {
     if (o_.force_tty) return Interactive(argv, cwd);
     StreamOptions so;
     so.cwd = cwd;
     so.secret_env = Secrets();
+    if (auto status = RunShared(sandbox_.name(), {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
+    StartShareMaster(ExecutableDir() + "/ss-attach", sandbox_.name());
     return conn.ExecStream(argv, so);
   }
 
@@ -213,12 +218,17 @@ std::string ProjectDir(const std::string& project) {
 }
 
 // The project must exist on the host (the spec's not-found block otherwise); opening it counts
-// as an access.
+// as an access (recorded at most once a minute: a script running commands in a loop does not
+// rewrite the metadata each time).
 void RequireProject(const std::string& name) {
   ProjectStore store;
   ValidateProjectName(name);
-  if (!store.Exists(name)) throw store.NotFoundError(name);
-  store.Touch(name);
+  auto project = store.Find(name);
+  if (!project) throw store.NotFoundError(name);
+  if (project->state != MetadataState::kOk ||
+      NowSeconds() - project->metadata.last_accessed > std::chrono::minutes(1)) {
+    store.Touch(name);
+  }
 }
 
 int OpenProject(const Options& o) {
@@ -394,8 +404,14 @@ int Complete(const Args& words) {
 int main(int argc, char** argv) {
   // Sessions are what users type all day: messages say "ss", not the binary's name.
   return ss::RunTool("ss", argc, argv, [](const ss::Args& args) {
-    if (!args.empty() && args[0] == "--complete")
+    if (!args.empty() && args[0] == "--complete") {
       return ss::Complete({args.begin() + 1, args.end()});
+    }
+    // The background holder of a sandbox's shared connection (see session_share.hpp).
+    if (args.size() == 2 && args[0] == "--share-master") {
+      ss::Sandbox sandbox(args[1], ss::Config::Load());
+      return ss::ServeShared(sandbox);
+    }
     return ss::Run(ss::ParseArgs(args));
   });
 }
