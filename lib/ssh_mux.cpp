@@ -180,7 +180,7 @@ void Mux::RunUntil(const std::function<bool()>& done) {
   if (io_.stopped()) io_.restart();
   Wake();
   while (!done()) {
-    if (lost_) throw Error(kExitRemote, options_.lost_message);
+    if (lost_) throw Error(kExitRemote, options_.lost_message).AsPlain();
     io_.run_one();
   }
 }
