@@ -71,6 +71,9 @@ std::optional<Json> LxdBackend::Query(const std::string& path) {
         r.err.find("Not Found") != std::string::npos) {
       return std::nullopt;
     }
+    // The daemon not running is the usual cause: say so, with the command that starts it.
+    Probe probe = CheckHost();
+    if (!probe.usable) throw Error(kExitUnavailable, probe.reason, {}, {probe.fix});
     throw Error(kExitUnavailable, Cat("LXD did not answer ", path, ": ", Trim(r.err)), {},
                 {"check the daemon: ss doctor"});
   }

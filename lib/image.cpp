@@ -534,6 +534,13 @@ std::optional<ImageInfo> FindImage(const std::string& id) {
 
 ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
   std::string id = ImageIdFor(options);
+  if (!options.force) {
+    // Using a built image needs no lock and no write access to the cache.
+    if (auto existing = FindImage(id)) {
+      progress.Done(Cat("image ", id, " is up to date"));
+      return *existing;
+    }
+  }
   MakeDirs(ImagesDir());
   FileLock lock(Cat(ImagesDir(), "/.", id, ".lock"));
   if (!options.force) {

@@ -138,22 +138,22 @@ Options ParseArgs(const Args& args) {
 class Session {
  public:
   explicit Session(const Options& o)
-      : o_(o), config_(Config::Load()), sandbox_(ResolveSandboxName(o.sandbox), config_) {}
+      : o_(o), config_(Config::Load()), name_(ResolveSandboxName(o.sandbox)) {}
 
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
-    conn_ = sandbox_.TryConnect();
+    conn_ = sandbox().TryConnect();
     if (conn_) return *conn_;
-    if (sandbox_.State() != SandboxState::kRunning) Note("Starting VM...");
-    Progress progress(Cat("sandbox ", sandbox_.name()));
-    conn_ = sandbox_.EnsureRunning(progress, std::chrono::seconds(o_.timeout));
+    if (sandbox().State() != SandboxState::kRunning) Note("Starting VM...");
+    Progress progress(Cat("sandbox ", name_));
+    conn_ = sandbox().EnsureRunning(progress, std::chrono::seconds(o_.timeout));
     return *conn_;
   }
 
   EnvList Secrets() {
     std::vector<std::string> names;
-    for (const auto& item : config_.SandboxValue(sandbox_.name(), "secrets"))
+    for (const auto& item : config_.SandboxValue(name_, "secrets"))
       names.push_back(item.get<std::string>());
     names.insert(names.end(), o_.env.begin(), o_.env.end());
     EnvList out;
@@ -192,9 +192,9 @@ class Session {
     StreamOptions so;
     so.cwd = cwd;
     so.secret_env = Secrets();
-    if (auto status = RunShared(sandbox_.name(), {argv, cwd, so.secret_env})) return *status;
+    if (auto status = RunShared(name_, {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
-    StartShareMaster(ExecutableDir() + "/ss-attach", sandbox_.name());
+    StartShareMaster(ExecutableDir() + "/ss-attach", name_);
     return conn.ExecStream(argv, so);
   }
 
@@ -203,13 +203,19 @@ class Session {
     return r.status == 0;
   }
 
-  Sandbox& sandbox() { return sandbox_; }
+  // The sandbox and its backend are looked at only when needed: bad input is reported first,
+  // and a command the shared connection serves never asks the backend anything.
+  Sandbox& sandbox() {
+    if (!sandbox_) sandbox_ = std::make_unique<Sandbox>(name_, config_);
+    return *sandbox_;
+  }
   Config& config() { return config_; }
 
  private:
   const Options& o_;
   Config config_;
-  Sandbox sandbox_;
+  std::string name_;
+  std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<SshConnection> conn_;
 };
 
@@ -244,12 +250,13 @@ int OpenProject(const Options& o) {
     s.Connect();
     return s.Interactive({}, ProjectDir(name));
   }
+  std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
   s.Connect();
   Note("Connecting...");
   std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
   if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
   Note(Cat("\n", Box(banner, 55, 2)));
-  return s.Interactive(s.AgentArgv(), ProjectDir(name));
+  return s.Interactive(agent, ProjectDir(name));
 }
 
 // [PROJECT] as the first word of a verb, when it names a project.
