@@ -13,7 +13,7 @@
 #include "image.hpp"
 #include "output.hpp"
 #include "paths.hpp"
-#include "resources.hpp"
+#include "provision.hpp"
 #include "ssh_keys.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
@@ -24,13 +24,6 @@ namespace {
 const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
 
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
-
-std::string Indent(const std::string& text, const std::string& prefix) {
-  std::string out;
-  for (const auto& line : SplitLines(text)) out += Cat(prefix, line, "\n");
-  if (!out.empty()) out.pop_back();
-  return out;
-}
 
 // The owner of the projects folder on the host: who the sandbox user's files belong to there.
 uid_t ProjectsUid() {
@@ -174,17 +167,15 @@ void Sandbox::Create(Progress& progress) {
   spec.resources = DesiredResources();
   spec.host_uid = ProjectsUid();
   spec.mounts.push_back({"projects", ProjectsDir(), "/home/sandbox/projects", false});
-  spec.meta_data =
-      RenderTemplate(RequireResource("cloud-init/meta-data"),
-                     {{"instance_id", Cat(name_, "-", NowSeconds().time_since_epoch().count())},
-                      {"hostname", name_}});
-  spec.user_data = RenderTemplate(RequireResource("cloud-init/user-data"),
-                                  {{"hostname", name_},
-                                   {"client_public_key", ReadPublicKey(client_key)},
-                                   {"host_private_key", Indent(host.private_key, "    ")},
-                                   {"host_public_key", host.public_key},
-                                   {"cdp_port", std::to_string(config_.Int("browser.cdp_port"))},
-                                   {"extra", ""}});
+  ProvisionInput in;
+  in.hostname = name_;
+  in.instance_id = Cat(name_, "-", NowSeconds().time_since_epoch().count());
+  in.client_public_key = ReadPublicKey(client_key);
+  in.host_private_key = host.private_key;
+  in.host_public_key = host.public_key;
+  in.cdp_port = static_cast<int>(config_.Int("browser.cdp_port"));
+  spec.meta_data = RenderMetaData(in);
+  spec.user_data = RenderUserData(in);
   try {
     backend_->Create(spec, progress);
   } catch (...) {
