@@ -354,12 +354,17 @@ SshTarget LxdBackend::Ssh(const std::string& name) {
   t.host = "127.0.0.1";
   if (!remote_.empty()) {
     // The proxy listens on the remote LXD host: reach it at the remote's address.
-    std::string url(
-        Trim(RunChecked({"lxc", "remote", "get-url", remote_}, "cannot read the LXD remote")));
+    Json remotes = Json::parse(RunChecked({"lxc", "remote", "list", "--format", "json"},
+                                          "cannot read the LXD remotes", {}, kExitUnavailable));
+    std::string url = remotes.contains(remote_) ? remotes[remote_].value("Addr", "") : "";
     auto start = url.find("://");
     std::string hostport = start == std::string::npos ? url : url.substr(start + 3);
     t.host = hostport.substr(0, hostport.rfind(':'));
     if (!t.host.empty() && t.host.front() == '[') t.host = t.host.substr(1, t.host.size() - 2);
+    if (t.host.empty()) {
+      throw Error(kExitConfig, Cat("LXD remote '", remote_, "' has no address"), {},
+                  {"check it: lxc remote list"});
+    }
   }
   return t;
 }
