@@ -53,6 +53,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev
   bats bats-assert bats-support bats-file
   openssh-client rsync jq socat man-db ca-certificates
+  zsh fish tmux bash-completion iproute2
 )
 
 install_packages() {

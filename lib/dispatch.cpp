@@ -44,7 +44,7 @@ const std::vector<Verb>& Verbs() {
       {"apply", "ss-sync", {"apply"}, "copy working-copy changes back to the host", "ss-sync"},
       {"push", "ss-sync", {"push"}, "copy files into the sandbox", "ss-sync"},
       {"pull", "ss-sync", {"pull"}, "copy files out of the sandbox", "ss-sync"},
-      {"update", "ss-update", {}, "update ss", "ss"},
+      {"update", "ss-update", {}, "update ss to the latest release", "ss-update"},
   };
   return verbs;
 }
@@ -59,7 +59,7 @@ const Verb* FindVerb(const std::string& name) {
 std::vector<std::string> VerbNames() {
   std::vector<std::string> names;
   for (const auto& v : Verbs()) names.push_back(v.name);
-  for (const char* extra : {"help", "commands"}) names.emplace_back(extra);
+  for (const char* extra : {"help", "commands", "init", "cd"}) names.emplace_back(extra);
   return names;
 }
 

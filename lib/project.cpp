@@ -23,6 +23,7 @@
 #include "process.hpp"
 #include "resources.hpp"
 #include "strings.hpp"
+#include "suggest.hpp"
 #include "tree_size.hpp"
 
 namespace ss {
@@ -766,6 +767,12 @@ Error ProjectStore::NotFoundError(std::string_view name) {
   try {
     projects = List();
   } catch (const Error&) {
+  }
+  std::vector<std::string> names;
+  for (const auto& p : projects) names.push_back(p.name);
+  if (auto guess = Suggest(name, names)) {
+    details.emplace_back("");
+    details.push_back(Cat("Did you mean '", *guess, "'?"));
   }
   if (!projects.empty()) {
     details.emplace_back("");

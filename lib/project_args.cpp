@@ -13,11 +13,13 @@ const char* const kProjectUsage = R"(usage: ss new NAME [--from PATH] [--github 
        ss list [--json] [--no-size]
        ss delete NAME [--yes]
        ss project show NAME [--json]
+       ss project path [NAME]
 
 Create, list, show and delete projects: the folders in ~/super-sandbox/projects
 ($SS_HOME/projects) that every sandbox sees at /home/sandbox/projects. A NAME has 2 to 50
 lowercase letters, digits and hyphens, starts with a letter and has no '--'.
-ss project [new|list|show|delete] ... is the same as the short forms.
+ss project [new|list|show|delete] ... is the same as the short forms. ss project path prints
+the folder of NAME (of all projects without NAME); `ss cd NAME` uses it (see ss init).
 
 Options:
   --from PATH   new: copy this folder or git clone (history and all) instead of the scaffold
@@ -30,7 +32,7 @@ Options:
 )";
 
 const std::vector<std::string>& ProjectSubcommands() {
-  static const std::vector<std::string> subcommands = {"new", "list", "show", "delete"};
+  static const std::vector<std::string> subcommands = {"new", "list", "show", "delete", "path"};
   return subcommands;
 }
 
@@ -80,9 +82,11 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
     o.command = ProjectOptions::Command::kShow;
   } else if (command == "delete") {
     o.command = ProjectOptions::Command::kDelete;
+  } else if (command == "path") {
+    o.command = ProjectOptions::Command::kPath;
   } else {
     throw Error(kExitUsage, Cat("unknown project command '", command, "'"), {},
-                {"use new, list, show or delete; see 'ss project --help'"});
+                {"use new, list, show, delete or path; see 'ss project --help'"});
   }
 
   // Each flag belongs to some commands only.
@@ -116,7 +120,13 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   const char* shape = o.command == C::kNew    ? "ss new NAME [--from PATH] [--github [--private]]"
                       : o.command == C::kList ? "ss list [--json] [--no-size]"
                       : o.command == C::kShow ? "ss project show NAME [--json]"
+                      : o.command == C::kPath ? "ss project path [NAME]"
                                               : "ss delete NAME [--yes]";
+  if (o.command == C::kPath) {
+    if (rest.size() > 1) Usage(Cat("usage: ", shape), command);
+    if (!rest.empty()) o.name = rest[0];
+    return o;
+  }
   size_t want = o.command == C::kList ? 0 : 1;
   if (rest.size() != want) Usage(Cat("usage: ", shape), command);
   if (want == 1) o.name = rest[0];

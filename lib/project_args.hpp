@@ -10,7 +10,7 @@ namespace ss {
 extern const char* const kProjectUsage;
 
 struct ProjectOptions {
-  enum class Command { kHelp, kNew, kList, kShow, kDelete };
+  enum class Command { kHelp, kNew, kList, kShow, kDelete, kPath };
   Command command = Command::kList;
   std::string name;
   std::string from;         // new --from PATH

@@ -8,16 +8,21 @@
 #include "box.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "menu.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "process.hpp"
 #include "project.hpp"
+#include "prompt.hpp"
 #include "sandbox.hpp"
 #include "session_share.hpp"
 #include "shell_quote.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
 #include "suggest.hpp"
+#include "timefmt.hpp"
 #include "tool.hpp"
+#include "update.hpp"
 
 namespace ss {
 namespace {
@@ -237,6 +242,8 @@ void RequireProject(const std::string& name) {
   }
 }
 
+void CheckForUpdates() { UpdateOnLaunch(ExecutableDir() + "/ss-update"); }
+
 int OpenProject(const Options& o) {
   const std::string& name = o.words.empty() ? std::string() : o.words[0];
   if (o.words.size() > 1) {
@@ -244,6 +251,7 @@ int OpenProject(const Options& o) {
                 {"to run a command: ss PROJECT -- CMD ARGS..."});
   }
   RequireProject(name);
+  if (!o.has_command) CheckForUpdates();
   Session s(o);
   if (o.has_command) return s.Stream(o.command, ProjectDir(name));
   if (o.terminal) {
@@ -257,6 +265,109 @@ int OpenProject(const Options& o) {
   if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
   Note(Cat("\n", Box(banner, 55, 2)));
   return s.Interactive(agent, ProjectDir(name));
+}
+
+// Opens `name` as `ss NAME` does.
+int Attach(const std::string& name) {
+  Options o;
+  o.words = {name};
+  return OpenProject(o);
+}
+
+// Asks for a project name inside the first-run box until one is created; nullopt at end of
+// input. The answer is drawn back into the box (the cursor goes up over the typed line).
+std::optional<std::string> CreateFirstProject() {
+  std::cout << "\n" << FirstRunTop();
+  ProjectStore store;
+  while (true) {
+    std::cout << "│  Project name: " << std::flush;
+    std::string name;
+    if (!std::getline(std::cin, name)) {
+      std::cout << "\n" << FirstRunBottom();
+      return std::nullopt;
+    }
+    name = std::string(Trim(name));
+    std::cout << "\x1b[1A\r" << FirstRunLine(Cat("Project name: ", name));
+    std::string problem;
+    if (name.empty()) {
+      problem = "Type a name, such as my-first-project.";
+    } else if (!IsValidProjectName(name)) {
+      problem = "Use 2-50 lowercase letters, digits and hyphens.";
+    } else {
+      try {
+        Project p = store.Create(name);
+        std::cout << FirstRunBottom() << "\nCreated: " << DisplayPath(p.path) << "\n\n"
+                  << std::flush;
+        return name;
+      } catch (const Error& e) {
+        problem = e.what();
+      }
+    }
+    if (DisplayWidth(problem) > kMenuWidth - 4) problem = problem.substr(0, kMenuWidth - 7) + "...";
+    std::cout << FirstRunLine(problem) << FirstRunLine("");
+  }
+}
+
+// Bare `ss` on a terminal: the spec's project menu (or the first-run box when there are no
+// projects). Choosing a project opens it; [s] runs the Settings menu of `ss config`.
+int Menu() {
+  CheckForUpdates();
+  while (true) {
+    ProjectStore store;
+    std::vector<Project> projects = store.List();
+    if (projects.empty()) {
+      auto name = CreateFirstProject();
+      if (!name) return 0;
+      return Attach(*name);
+    }
+    std::sort(projects.begin(), projects.end(), [](const Project& a, const Project& b) {
+      if (a.metadata.last_accessed != b.metadata.last_accessed)
+        return a.metadata.last_accessed > b.metadata.last_accessed;
+      return a.name < b.name;
+    });
+    SystemTime now = NowSeconds();
+    std::vector<MenuProject> items;
+    for (const auto& p : projects)
+      items.push_back({p.name, FormatAgoShort(p.metadata.last_accessed, now)});
+    std::cout << "\n" << ProjectMenu(items) << "\n";
+    bool redraw = false;
+    while (!redraw) {
+      auto answer = ReadLine(ProjectMenuPrompt(items.size()));
+      if (!answer) return 0;
+      MenuChoice c = ParseMenuChoice(*answer, items.size(), "nsq");
+      if (c.number > 0) return Attach(items[c.number - 1].name);
+      if (c.letter == 'q') return 0;
+      if (c.letter == 's') {
+        ProcessOptions po;
+        po.inherit_stdin = true;
+        po.capture_stdout = po.capture_stderr = false;
+        ss::Run({ExecutableDir() + "/ss-config"}, po);
+        redraw = true;
+      } else if (c.letter == 'n') {
+        while (true) {
+          auto name = ReadLine("Project name: ");
+          if (!name) return 0;
+          std::string n(Trim(*name));
+          if (n.empty()) {
+            redraw = true;
+            break;
+          }
+          try {
+            ValidateProjectName(n);
+            Project p = store.Create(n);
+            std::cout << "Created: " << DisplayPath(p.path) << "\n\n" << std::flush;
+            return Attach(n);
+          } catch (const Error& e) {
+            PrintError(e);
+          }
+        }
+      } else {
+        Note(Cat("Invalid choice '", Trim(*answer), "'. ",
+                 items.size() == 1 ? "Enter 1" : Cat("Enter a number from 1 to ", items.size()),
+                 ", n, s or q."));
+      }
+    }
+  }
 }
 
 // [PROJECT] as the first word of a verb, when it names a project.
@@ -293,12 +404,18 @@ int SshConfig(const Options& o) {
   return 0;
 }
 
-int Run(const Options& o) {
+int RunOptions(const Options& o) {
   if (o.help) {
     std::cout << kUsage;
     return 0;
   }
   if (o.verb.empty()) {
+    if (o.words.empty() && !o.has_command && !o.terminal) {
+      // The menu waits for an answer: only on a terminal.
+      if (StdinIsTty() && StdoutIsTty()) return Menu();
+      std::cerr << kUsage;
+      return kExitUsage;
+    }
     if (o.words.empty()) {
       std::cerr << kUsage;
       return kExitUsage;
@@ -419,6 +536,6 @@ int main(int argc, char** argv) {
       ss::Sandbox sandbox(args[1], ss::Config::Load());
       return ss::ServeShared(sandbox);
     }
-    return ss::Run(ss::ParseArgs(args));
+    return ss::RunOptions(ss::ParseArgs(args));
   });
 }

@@ -6,9 +6,14 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "fs.hpp"
 #include "json_out.hpp"
+#include "menu.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "process.hpp"
+#include "prompt.hpp"
+#include "sandbox.hpp"
 #include "size.hpp"
 #include "strings.hpp"
 #include "tool.hpp"
@@ -18,7 +23,8 @@ namespace po = boost::program_options;
 namespace ss {
 namespace {
 
-constexpr const char* kUsage = R"(usage: ss config [show] [--json]
+constexpr const char* kUsage = R"(usage: ss config              (the Settings menu, on a terminal)
+       ss config show [--json]
        ss config get KEY [--json]
        ss config set KEY VALUE
        ss config path
@@ -33,7 +39,7 @@ Options:
 )";
 
 struct Options {
-  std::string action = "show";  // show | get | set | path | help
+  std::string action = "show";  // show | get | set | path | help | menu
   std::string key;
   std::string value;
   bool json = false;
@@ -54,7 +60,10 @@ Options ParseArgs(const Args& args) {
   }
   std::vector<std::string> words;
   if (vm.count("words")) words = vm["words"].as<std::vector<std::string>>();
-  if (words.empty()) return o;
+  if (words.empty()) {
+    if (!o.json) o.action = "menu";
+    return o;
+  }
   o.action = words[0];
   auto want = [&](size_t n, const char* shape) {
     if (words.size() != n) {
@@ -185,11 +194,128 @@ int Complete(const Args& words) {
   return 0;
 }
 
-int Run(const Options& o) {
+// --- The Settings menu (bare `ss config` on a terminal) ---
+
+std::string Tool(const std::string& name) { return ExecutableDir() + "/" + name; }
+
+int RunInteractive(const std::vector<std::string>& argv) {
+  ProcessOptions po;
+  po.inherit_stdin = true;
+  po.capture_stdout = po.capture_stderr = false;
+  return ss::Run(argv, po).status;
+}
+
+SettingsView CurrentSettings(const Config& config) {
+  std::string name = ResolveSandboxName("");
+  Json cpus = config.SandboxValue(name, "cpus");
+  Json memory = config.SandboxValue(name, "memory");
+  Json disk = config.SandboxValue(name, "disk");
+  SettingsView v;
+  v.cpus = std::to_string(cpus.get<int64_t>());
+  v.memory = FormatSizeHuman(memory.get<int64_t>());
+  v.disk = FormatSizeHuman(disk.get<int64_t>());
+  auto known = KnownSandboxes();
+  if (std::find(known.begin(), known.end(), name) != known.end()) {
+    try {
+      Sandbox sandbox(name, config);
+      SandboxStatus st = sandbox.backend().Status(name);
+      if (st.disk_used >= 0) v.disk += Cat(" (", FormatSizeHuman(st.disk_used), " used)");
+    } catch (const Error& e) {
+      Debug(Cat("settings: disk used: ", e.what()));
+    }
+  }
+  return v;
+}
+
+// [1]: asks for each resource; Enter keeps it. A bad value is explained and asked again.
+bool AdjustResources(const Config& config) {
+  std::string name = ResolveSandboxName("");
+  for (const char* key : {"cpus", "memory", "disk"}) {
+    const KeySpec* spec = FindKeySpec(key);
+    std::string current = FormatValue(*spec, config.SandboxValue(name, key));
+    std::string label =
+        key == std::string("cpus") ? "CPUs" : Cat(char(std::toupper(key[0])), key + 1);
+    while (true) {
+      auto answer = ReadLine(Cat(label, " [", current, ", ", DescribeRange(*spec), "]: "));
+      if (!answer) return false;
+      std::string text(Trim(*answer));
+      if (text.empty()) break;
+      try {
+        auto [canonical, value] = SetConfigValue(ConfigPath(), key, text);
+        std::cout << SetMessage(*spec, canonical, value) << "\n";
+        break;
+      } catch (const Error& e) {
+        PrintError(e);
+      }
+    }
+  }
+  return true;
+}
+
+// [3]: deletes this install's sandboxes and everything in $SS_HOME, after a [y/N] and a typed
+// confirmation.
+int FactoryReset() {
+  std::string home = SsHome();
+  Note(Cat("Factory reset deletes every sandbox of this install, every project in ",
+           DisplayPath(ProjectsDir()), "/ and all settings (", DisplayPath(home), ")."));
+  if (!Confirm("Continue? [y/N]: ", false)) {
+    std::cout << "Cancelled.\n";
+    return 1;
+  }
+  auto typed = ReadLine("Type 'delete everything' to confirm: ");
+  if (!typed || Trim(*typed) != "delete everything") {
+    std::cout << "Cancelled: nothing was deleted.\n";
+    return 1;
+  }
+  for (const auto& name : KnownSandboxes()) {
+    Note(Cat("Deleting sandbox ", name, "..."));
+    int rc = RunInteractive({Tool("ss-vm"), "delete", "--yes", "--sandbox", name});
+    if (rc != 0) {
+      throw Error(kExitUnavailable, Cat("could not delete sandbox '", name, "'"), {},
+                  {"nothing else was deleted; fix that and run the factory reset again"});
+    }
+  }
+  RemoveTree(home);
+  std::cout << "Factory reset done: deleted " << DisplayPath(home) << ".\n";
+  return 0;
+}
+
+int SettingsMenuLoop() {
+  if (!StdinIsTty() || !StdoutIsTty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  while (true) {
+    Config config = Config::Load();
+    std::cout << "\n" << SettingsMenu(CurrentSettings(config)) << "\n";
+    bool redraw = false;
+    while (!redraw) {
+      auto answer = ReadLine(kSettingsPrompt);
+      if (!answer) return 0;
+      MenuChoice c = ParseMenuChoice(*answer, 3, "b");
+      if (c.letter == 'b') return 0;
+      if (c.number == 1) {
+        if (!AdjustResources(config)) return 0;
+        redraw = true;
+      } else if (c.number == 2) {
+        RunInteractive({Tool("ss-vm"), "reset"});
+        redraw = true;
+      } else if (c.number == 3) {
+        if (FactoryReset() == 0) return 0;
+        redraw = true;
+      } else {
+        Note(Cat("Invalid choice '", Trim(*answer), "'. Enter 1, 2, 3 or b."));
+      }
+    }
+  }
+}
+
+int RunOptions(const Options& o) {
   if (o.action == "help") {
     std::cout << kUsage;
     return 0;
   }
+  if (o.action == "menu") return SettingsMenuLoop();
   if (o.action == "path") {
     std::cout << ConfigPath() << "\n";
     return 0;
@@ -213,6 +339,6 @@ int main(int argc, char** argv) {
   return ss::RunTool("ss-config", argc, argv, [](const ss::Args& args) {
     if (!args.empty() && args[0] == "--complete")
       return ss::Complete({args.begin() + 1, args.end()});
-    return ss::Run(ss::ParseArgs(args));
+    return ss::RunOptions(ss::ParseArgs(args));
   });
 }

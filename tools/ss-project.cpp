@@ -240,7 +240,23 @@ int Complete(const Args& words) {
   } else if (command == "delete") {
     names();
     print({"--yes", "--help"});
+  } else if (command == "path" && words.size() == 2) {
+    names();
   }
+  return 0;
+}
+
+// The folder of a project (or of all projects), for `ss cd` and scripts.
+int Path(const ProjectOptions& o) {
+  ProjectStore store;
+  if (o.name.empty()) {
+    std::cout << store.base_dir() << "\n";
+    return 0;
+  }
+  ValidateProjectName(o.name);
+  std::optional<Project> found = store.Find(o.name);
+  if (!found) throw store.NotFoundError(o.name);
+  std::cout << found->path << "\n";
   return 0;
 }
 
@@ -257,6 +273,8 @@ int RunCommand(const ProjectOptions& o) {
       return Show(o);
     case Command::kDelete:
       return Delete(o);
+    case Command::kPath:
+      return Path(o);
   }
   return kExitSoftware;
 }

@@ -19,6 +19,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
+#include "shell_init.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
 #include "suggest.hpp"
@@ -48,8 +49,10 @@ Sandbox
 
 Other
   config [get|set ...]    show or change settings (config.yaml)
+  update                  update ss to the latest release
   commands                list every command, plugins included
   help COMMAND            open the manual page of a command
+  init bash|zsh|fish      shell integration, for 'ss cd PROJECT' (see ss(1))
 
 Options
   --help                  show this help
@@ -219,6 +222,36 @@ int OpenManual(const std::vector<std::string>& args) {
   ExecTool(*man, argv);
 }
 
+// `ss init SHELL`: the integration code for the calling shell, on stdout.
+int Init(const std::vector<std::string>& args) {
+  const std::string shells = Join(InitShells(), "|");
+  if (args.size() != 2) {
+    throw Error(kExitUsage, Cat("usage: ss init ", shells), {},
+                {"bash: eval \"$(ss init bash)\" in ~/.bashrc; zsh: the same in ~/.zshrc; fish: "
+                 "ss init fish | source in ~/.config/fish/config.fish"});
+  }
+  auto script = ShellInitScript(args[1], RealPath("/proc/self/exe"));
+  if (!script) {
+    std::vector<std::string> hints;
+    if (auto guess = Suggest(args[1], InitShells()))
+      hints.push_back(Cat("did you mean '", *guess, "'?"));
+    hints.push_back(Cat("shells: ", Join(InitShells(), ", ")));
+    throw Error(kExitUsage, Cat("cannot integrate with the shell '", args[1], "'"), {}, hints);
+  }
+  std::cout << *script;
+  return 0;
+}
+
+// `ss cd` reached the binary: the shell function of `ss init` is not loaded.
+int CdWithoutIntegration(const std::vector<std::string>& args) {
+  std::string target = args.size() > 1 ? Cat(" ", ShellQuote(args[1])) : "";
+  throw Error(kExitUsage, "'ss cd' changes your shell's directory and needs the shell integration",
+              {},
+              {"bash or zsh: add eval \"$(ss init bash)\" (or zsh) to your shell's rc file",
+               "fish: add 'ss init fish | source' to ~/.config/fish/config.fish",
+               Cat("or, once: cd \"$(ss project path", target, ")\"")});
+}
+
 // `ss --complete WORD...`: candidates for the last WORD (the one being completed). The first
 // word is a verb or a project; later words belong to the verb's binary, asked the same way.
 int Complete(const std::vector<std::string>& words) {
@@ -226,6 +259,7 @@ int Complete(const std::vector<std::string>& words) {
     for (const auto& verb : Verbs()) {
       if (FindTool(verb.binary)) std::cout << verb.name << "\n";
     }
+    for (const char* own : {"help", "commands", "init", "cd"}) std::cout << own << "\n";
     for (const auto& [verb, path] : Plugins()) {
       if (!FindVerb(verb)) std::cout << verb << "\n";
     }
@@ -238,7 +272,20 @@ int Complete(const std::vector<std::string>& words) {
     }
     return 0;
   }
-  const Verb* verb = FindVerb(words[0]);
+  if (words[0] == "init") {
+    if (words.size() == 2)
+      for (const auto& s : InitShells()) std::cout << s << "\n";
+    return 0;
+  }
+  if (words[0] == "help") {
+    if (words.size() == 2)
+      for (const auto& v : VerbNames()) std::cout << v << "\n";
+    return 0;
+  }
+  if (words[0] == "commands") return 0;
+  // `ss cd PROJECT` (the shell function of `ss init`) completes like `ss project path`.
+  static const Verb project_path{"cd", "ss-project", {"path"}, "", "ss-project"};
+  const Verb* verb = words[0] == "cd" ? &project_path : FindVerb(words[0]);
   std::string binary = verb ? verb->binary : "ss-attach";
   auto path = FindTool(binary);
   if (!path) return 0;
@@ -271,6 +318,8 @@ int Dispatch(int argc, char** argv) {
   }
   if (first == "help") return OpenManual(args);
   if (first == "commands") return ListCommands();
+  if (first == "init") return Init(args);
+  if (first == "cd") return CdWithoutIntegration(args);
   if (first == "--complete") return Complete({args.begin() + 1, args.end()});
   if (first.size() > 1 && first[0] == '-') {
     PassToIproute2(argv, Cat("'", first, "' is not an ss option"));
