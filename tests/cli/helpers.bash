@@ -24,3 +24,25 @@ stub() {
   printf '#!/bin/bash\n%s\n' "$2" > "$STUBS/$1"
   chmod +x "$STUBS/$1"
 }
+
+# A real terminal for interactive tests: tmux on a socket of the test's own (never the user's
+# server). term_start CMD... runs CMD in a 120x40 window; term_keys sends keys; term_screen
+# prints the visible screen; term_wait TEXT waits (up to 10 s) until the screen shows TEXT.
+term_start() {
+  TMUX_SOCK="$BATS_TEST_TMPDIR/tmux.sock"
+  tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -s t -x 120 -y 40 "$@"
+}
+term_keys() { tmux -S "$TMUX_SOCK" send-keys -t t "$@"; }
+term_screen() { tmux -S "$TMUX_SOCK" capture-pane -p -t t -S -200; }
+term_wait() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    if term_screen | grep -qF -- "$1"; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for: $1" >&2
+  echo "--- screen ---" >&2
+  term_screen >&2
+  return 1
+}
+term_stop() { [ -z "${TMUX_SOCK:-}" ] || tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true; }
