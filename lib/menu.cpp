@@ -22,7 +22,7 @@ std::string ProjectMenu(const std::vector<MenuProject>& projects) {
   std::vector<std::string> lines = {"Super-Sandbox", "", "Projects:"};
   for (size_t i = 0; i < projects.size(); ++i) {
     lines.push_back(
-        Cat("  ", Pad(Cat(i + 1, ". ", projects[i].name), 33), "(last: ", projects[i].last, ")"));
+        Cat("  ", Pad(Cat(i + 1, ". ", projects[i].name), 34), "(last: ", projects[i].last, ")"));
   }
   lines.insert(lines.end(),
                {"", std::string(kBoxRule), "", "[n] New project", "[s] Settings", "[q] Quit", ""});

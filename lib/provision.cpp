@@ -1,5 +1,6 @@
 #include "provision.hpp"
 
+#include "error.hpp"
 #include "resources.hpp"
 #include "strings.hpp"
 
@@ -16,13 +17,31 @@ std::string Indent(const std::string& text, const std::string& prefix) {
 }  // namespace
 
 std::string RenderUserData(const ProvisionInput& in) {
-  return RenderTemplate(RequireResource("cloud-init/user-data"),
-                        {{"hostname", in.hostname},
-                         {"client_public_key", in.client_public_key},
-                         {"host_private_key", Indent(in.host_private_key, "    ")},
-                         {"host_public_key", in.host_public_key},
-                         {"cdp_port", std::to_string(in.cdp_port)},
-                         {"extra", in.extra}});
+  if (in.shell != "bash" && in.shell != "fish") {
+    throw Error(kExitConfig, Cat("unknown sandbox shell '", in.shell, "'"), {},
+                {"use bash or fish (sandboxes.NAME.shell in config.yaml)"});
+  }
+  std::string exclude;
+  for (const auto& e : in.sync_exclude) {
+    if (e.empty() || e.find('\n') != std::string::npos) {
+      throw Error(kExitConfig, Cat("sync.exclude: invalid entry '", e, "'"));
+    }
+    exclude += e + "\n";
+  }
+  const std::string body = "      ";
+  return RenderTemplate(
+      RequireResource("cloud-init/user-data"),
+      {{"hostname", in.hostname},
+       {"shell", in.shell},
+       {"shell_bash", Indent(std::string(RequireResource("shell/ss.bash")), body)},
+       {"shell_fish", Indent(std::string(RequireResource("shell/ss.fish")), body)},
+       {"shell_install", Indent(std::string(RequireResource("shell/install")), body)},
+       {"sync_exclude", Indent(exclude, body)},
+       {"client_public_key", in.client_public_key},
+       {"host_private_key", Indent(in.host_private_key, "    ")},
+       {"host_public_key", in.host_public_key},
+       {"cdp_port", std::to_string(in.cdp_port)},
+       {"extra", in.extra}});
 }
 
 std::string RenderMetaData(const ProvisionInput& in) {

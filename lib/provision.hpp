@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ss {
 
@@ -16,6 +17,8 @@ struct ProvisionInput {
   std::string host_private_key;   // OpenSSH format
   std::string host_public_key;
   int cdp_port = 9222;
+  std::string shell = "bash";             // the sandbox user's login shell: bash or fish
+  std::vector<std::string> sync_exclude;  // sync.exclude: written to /etc/ss/sync-exclude
   std::string extra;  // more top-level cloud-config (a backend's mounts), or empty
 };
 

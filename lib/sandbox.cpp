@@ -174,6 +174,9 @@ void Sandbox::Create(Progress& progress) {
   in.host_private_key = host.private_key;
   in.host_public_key = host.public_key;
   in.cdp_port = static_cast<int>(config_.Int("browser.cdp_port"));
+  in.shell =
+      login_shell_.empty() ? config_.SandboxValue(name_, "shell").get<std::string>() : login_shell_;
+  in.sync_exclude = config_.List("sync.exclude");
   spec.meta_data = RenderMetaData(in);
   spec.user_data = RenderUserData(in);
   try {

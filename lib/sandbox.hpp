@@ -46,6 +46,9 @@ class Sandbox {
   const std::string& backend_name() const { return backend_name_; }
   Backend& backend() { return *backend_; }
   bool exists() const;  // created by this install (a record exists)
+  // The sandbox user's login shell when this call creates the sandbox (--fish), over
+  // sandboxes.<name>.shell.
+  void set_login_shell(std::string shell) { login_shell_ = std::move(shell); }
 
   SandboxState State();
   // Configured resources (sandboxes.<name>.* over vm.*).
@@ -83,6 +86,7 @@ class Sandbox {
   Config config_;
   std::string backend_name_;
   std::unique_ptr<Backend> backend_;
+  std::string login_shell_;
 };
 
 // The spec's errors, shared by every command that starts or reaches a sandbox.

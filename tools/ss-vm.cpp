@@ -45,6 +45,8 @@ Commands:
 Options:
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
   --backend NAME        backend for a new sandbox: auto, lxd
+  --fish                with start and reset: make fish the sandbox user's shell (default
+                        sandboxes.NAME.shell, bash)
   --timeout SECONDS     how long start waits for SSH (default 30), stop waits before forcing
                         (default 15)
   --release NAME        Debian release of the image (default bookworm)
@@ -64,6 +66,7 @@ struct Options {
   std::string release = "bookworm";
   std::string mirror = "http://deb.debian.org/debian";
   bool force = false;
+  bool fish = false;
   bool stop = false;
   bool json = false;
   bool yes = false;
@@ -76,9 +79,9 @@ Options ParseArgs(const Args& args) {
   desc.add_options()("sandbox", po::value(&o.sandbox))("backend", po::value(&o.backend))(
       "timeout", po::value(&o.timeout))("release", po::value(&o.release))(
       "mirror", po::value(&o.mirror))("force", po::bool_switch(&o.force))(
-      "stop", po::bool_switch(&o.stop))("json", po::bool_switch(&o.json))(
-      "yes,y", po::bool_switch(&o.yes))("help,h", po::bool_switch(&o.help))("words",
-                                                                            po::value(&o.words));
+      "fish", po::bool_switch(&o.fish))("stop", po::bool_switch(&o.stop))(
+      "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
+      "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
   po::positional_options_description pos;
   pos.add("words", -1);
   po::variables_map vm;
@@ -107,6 +110,7 @@ void Say(std::string_view progress_line) { Note(progress_line); }
 
 int Start(const Options& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  if (o.fish) sandbox.set_login_shell("fish");
   SandboxState before = sandbox.State();
   if (before == SandboxState::kRunning) {
     Progress progress("start");
@@ -231,6 +235,7 @@ int Reset(const Options& o, const Config& config) {
     }
   }
   Sandbox sandbox(name, config, o.backend);
+  if (o.fish) sandbox.set_login_shell("fish");
   Say("Resetting...");
   Progress progress(Cat("sandbox ", sandbox.name()));
   sandbox.Reset(progress, Timeout(o, 30));
@@ -410,6 +415,7 @@ int Complete(const Args& words) {
     for (const char* f : {"--sandbox", "--backend", "--timeout", "--json", "--yes", "--help"}) {
       std::cout << f << "\n";
     }
+    if (words[0] == "start" || words[0] == "reset") std::cout << "--fish\n";
   }
   return 0;
 }

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "error.hpp"
+#include "resources.hpp"
+
 namespace ss {
 namespace {
 
@@ -12,7 +15,8 @@ ProvisionInput Input() {
   in.instance_id = "box-1";
   in.client_public_key = "ssh-ed25519 AAAAclient ss";
   in.host_private_key =
-      "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n";
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE "
+      "KEY-----\n";
   in.host_public_key = "ssh-ed25519 AAAAhost ss-box";
   in.cdp_port = 9333;
   return in;
@@ -55,6 +59,49 @@ TEST(Provision, ExtraSectionsAndMetaData) {
   YAML::Node meta = YAML::Load(RenderMetaData(in));
   EXPECT_EQ(meta["instance-id"].as<std::string>(), "box-1");
   EXPECT_EQ(meta["local-hostname"].as<std::string>(), "box");
+}
+
+std::string FileContent(const YAML::Node& doc, const std::string& path) {
+  for (const auto& f : doc["write_files"]) {
+    if (f["path"].as<std::string>() == path) return f["content"].as<std::string>();
+  }
+  return "<missing>";
+}
+
+TEST(Provision, TheShellConfigIsInstalledWordForWordWithTheExclusionList) {
+  ProvisionInput in = Input();
+  in.sync_exclude = {"node_modules", ".git", "dist", "build"};
+  YAML::Node doc = YAML::Load(RenderUserData(in));
+  EXPECT_EQ(FileContent(doc, "/usr/local/share/ss/shell/ss.bash"),
+            RequireResource("shell/ss.bash"));
+  EXPECT_EQ(FileContent(doc, "/usr/local/share/ss/shell/ss.fish"),
+            RequireResource("shell/ss.fish"));
+  EXPECT_EQ(FileContent(doc, "/usr/local/lib/ss/install-shell"), RequireResource("shell/install"));
+  EXPECT_EQ(FileContent(doc, "/etc/ss/sync-exclude"), "node_modules\n.git\ndist\nbuild\n");
+  bool installs = false;
+  for (const auto& cmd : doc["runcmd"]) {
+    if (cmd[0].as<std::string>() == "/usr/local/lib/ss/install-shell") {
+      installs = cmd[1].as<std::string>() == "sandbox" && cmd[2].as<std::string>() == "bash";
+    }
+  }
+  EXPECT_TRUE(installs);
+}
+
+TEST(Provision, FishIsTheLoginShellWhenAsked) {
+  ProvisionInput in = Input();
+  in.shell = "fish";
+  YAML::Node doc = YAML::Load(RenderUserData(in));
+  bool fish = false;
+  for (const auto& cmd : doc["runcmd"]) {
+    if (cmd[0].as<std::string>() == "/usr/local/lib/ss/install-shell")
+      fish = cmd[2].as<std::string>() == "fish";
+  }
+  EXPECT_TRUE(fish);
+  in.shell = "zsh";
+  EXPECT_THROW(RenderUserData(in), Error);
+  in.shell = "bash";
+  in.sync_exclude = {"a\nb"};
+  EXPECT_THROW(RenderUserData(in), Error);
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+# ss: the sandbox user's bash setup. Provisioning installs this file and sources it from
+# ~/.bashrc between "# >>> ss >>>" markers; shell/ss.fish is the same for fish.
+
+case ":$PATH:" in *":$HOME/.local/bin:"*) ;; *) PATH="$HOME/.local/bin:$PATH" ;; esac
+export PATH
+
+# The agent with full autonomy (the sandbox is what keeps the host safe).
+alias cc='claude --dangerously-skip-permissions'
+alias cc-resume='claude --dangerously-skip-permissions --continue'
+alias cc-prompt='claude --dangerously-skip-permissions -p'
+
+# The project of the current directory under ~/projects, or $1.
+__ss_project() {
+  if [ -n "${1:-}" ]; then
+    printf '%s\n' "$1"
+    return
+  fi
+  local root=${SS_PROJECTS:-$HOME/projects}
+  case $PWD/ in "$root"/?*/*)
+    local rest=${PWD#"$root"/}
+    printf '%s\n' "${rest%%/*}"
+    ;;
+  esac
+}
+
+# sync-project [PROJECT]: the working copy (~/projects/PROJECT) becomes the read-only source
+# (~/project-src/PROJECT) again: rsync --delete, leaving out the paths listed in the sandbox's
+# sync exclusion list (one per line; written by provisioning from sync.exclude in config.yaml).
+sync-project() {
+  local name
+  name=$(__ss_project "${1:-}")
+  if [ -z "$name" ] || [ $# -gt 1 ]; then
+    echo "usage: sync-project [PROJECT]  (inside ~/projects/PROJECT, PROJECT may be left out)" >&2
+    return 64
+  fi
+  local src=${SS_PROJECT_SRC:-$HOME/project-src}/$name
+  local dst=${SS_PROJECTS:-$HOME/projects}/$name
+  local exclude=${SS_SYNC_EXCLUDE:-/etc/ss/sync-exclude}
+  if [ ! -d "$src" ]; then
+    echo "sync-project: no read-only source for '$name' at $src" >&2
+    return 66
+  fi
+  if [ ! -r "$exclude" ]; then
+    echo "sync-project: the sync exclusion list $exclude is missing; re-provision the sandbox" >&2
+    return 78
+  fi
+  echo "Syncing $src/ -> $dst/ (excluding: $(tr '\n' ' ' <"$exclude"))"
+  mkdir -p "$dst" && rsync -a --delete --exclude-from="$exclude" "$src/" "$dst/"
+}
+
+# deploy [DIR]: copies the project's build output (DIR, else the first of dist, build, out,
+# public in the current directory) to the deploy mount (/mnt/deploy).
+deploy() {
+  local target=${SS_DEPLOY_DIR:-/mnt/deploy}
+  local out=${1:-}
+  if [ ! -d "$target" ]; then
+    echo "deploy: $target is not mounted; create the sandbox with a deploy folder (--deploy DIR)" >&2
+    return 69
+  fi
+  if [ -z "$out" ]; then
+    local d
+    for d in dist build out public; do
+      if [ -d "$d" ]; then
+        out=$d
+        break
+      fi
+    done
+  fi
+  if [ -z "$out" ] || [ ! -d "$out" ]; then
+    echo "deploy: no build output here (dist, build, out or public); name it: deploy DIR" >&2
+    return 66
+  fi
+  echo "Deploying $out/ -> $target/"
+  rsync -a "$out/" "$target/"
+}
