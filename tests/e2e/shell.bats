@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# The sandbox user's shell (shell/): provisioning installs the bash and fish config between
+# markers (re-provisioning replaces the block), fish as the login shell with --fish, the cc
+# aliases and PATH, sync-project with the exclusion list from config.yaml, deploy. One real LXD
+# sandbox for the file.
+
+load helpers
+
+setup_file() {
+  e2e_home
+  export SANDBOX="ui-shell-$$"
+  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
+  ss vm setup --backend lxd >/dev/null
+  ss vm image build >/dev/null 2>&1
+  ss config set sandboxes.$SANDBOX.backend lxd >/dev/null
+  ss config set sync.exclude node_modules,.git,dist,build,tmp >/dev/null
+  ss vm start --sandbox "$SANDBOX" --fish >/dev/null 2>&1
+}
+
+teardown_file() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  pkill -f -- "--share-master $SANDBOX" || true
+  ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
+  e2e_home_remove
+}
+
+setup() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  export SS_SANDBOX="$SANDBOX"
+}
+
+@test "fish is the login shell; the config is sourced between markers, once, after re-provisioning too" {
+  run ss exec -- getent passwd sandbox
+  assert_success
+  [[ "$output" == *":/usr/bin/fish" ]]
+  for round in 1 2; do
+    run ss exec -- grep -c '^# >>> ss >>>$' /home/sandbox/.bashrc /home/sandbox/.config/fish/config.fish
+    assert_output $'/home/sandbox/.bashrc:1\n/home/sandbox/.config/fish/config.fish:1'
+    # Debian's own .bashrc is kept around the block.
+    run ss exec -- grep -c HISTCONTROL /home/sandbox/.bashrc
+    assert_output "1"
+    run ss exec -- sudo /usr/local/lib/ss/install-shell sandbox fish
+    assert_success
+  done
+  run ss exec -- stat -c %U /home/sandbox/.bashrc /home/sandbox/.config/fish/config.fish
+  assert_output $'sandbox\nsandbox'
+}
+
+@test "cc, cc-resume and cc-prompt run the agent with skipped permissions, in bash and fish" {
+  ss exec -- sh -c 'mkdir -p ~/.local/bin && printf "#!/bin/sh\necho agent: \"\$@\"\n" > ~/.local/bin/claude && chmod 755 ~/.local/bin/claude'
+  run ss exec -- bash -ic 'cc-prompt "fix the tests"; cc-resume; cc'
+  assert_line "agent: --dangerously-skip-permissions -p fix the tests"
+  assert_line "agent: --dangerously-skip-permissions --continue"
+  assert_line "agent: --dangerously-skip-permissions"
+  run ss exec -- fish -c 'cc-prompt "fix the tests"; cc-resume; cc'
+  assert_line "agent: --dangerously-skip-permissions -p fix the tests"
+  assert_line "agent: --dangerously-skip-permissions --continue"
+  assert_line "agent: --dangerously-skip-permissions"
+}
+
+@test "sync-project: rsync --delete with the exclusion list from config.yaml, the same in bash and fish" {
+  run ss exec -- cat /etc/ss/sync-exclude
+  assert_output $'node_modules\n.git\ndist\nbuild\ntmp'
+  for sh in bash fish; do
+    ss exec -- sh -c 'rm -rf ~/project-src/demo ~/projects/demo &&
+      mkdir -p ~/project-src/demo/src ~/project-src/demo/node_modules/x ~/project-src/demo/tmp ~/projects/demo/node_modules/keep &&
+      echo new > ~/project-src/demo/src/a && echo junk > ~/project-src/demo/tmp/t &&
+      echo stale > ~/projects/demo/stale'
+    if [ "$sh" = bash ]; then
+      run ss exec -- bash -ic 'cd ~/projects/demo/src && sync-project'
+    else
+      run ss exec -- fish -c 'cd ~/projects/demo/src; and sync-project'
+    fi
+    assert_success
+    assert_line "Syncing /home/sandbox/project-src/demo/ -> /home/sandbox/projects/demo/ (excluding: node_modules .git dist build tmp )"
+    run ss exec -- sh -c 'cd ~/projects/demo && find . | sort'
+    assert_output $'.\n./node_modules\n./node_modules/keep\n./src\n./src/a'
+  done
+  run ss exec -- bash -ic 'sync-project nope'
+  assert_failure 66
+  assert_line "sync-project: no read-only source for 'nope' at /home/sandbox/project-src/nope"
+  run ss exec -- fish -c 'sync-project'
+  assert_failure 64
+}
+
+@test "deploy copies the build output to the deploy mount, or says it is not mounted" {
+  run ss exec -- bash -ic 'cd ~ && deploy'
+  assert_failure 69
+  assert_line "deploy: /mnt/deploy is not mounted; create the sandbox with a deploy folder (--deploy DIR)"
+  ss exec -- sh -c 'rm -rf ~/site ~/out && mkdir -p ~/site/dist ~/out && echo page > ~/site/dist/index.html'
+  run ss exec -- bash -ic 'cd ~/site && SS_DEPLOY_DIR=~/out deploy'
+  assert_success
+  run ss exec -- fish -c 'cd ~/site; set -x SS_DEPLOY_DIR ~/out; deploy dist'
+  assert_success
+  run ss exec -- cat /home/sandbox/out/index.html
+  assert_output "page"
+}
