@@ -69,12 +69,12 @@ setup() {
       echo new > ~/project-src/demo/src/a && echo junk > ~/project-src/demo/tmp/t &&
       echo stale > ~/projects/demo/stale'
     if [ "$sh" = bash ]; then
-      run ss exec -- bash -ic 'cd ~/projects/demo/src && sync-project'
+      run ss exec -- bash -ic 'cd ~/projects/demo/node_modules && sync-project'
     else
-      run ss exec -- fish -c 'cd ~/projects/demo/src; and sync-project'
+      run ss exec -- fish -c 'cd ~/projects/demo/node_modules; and sync-project'
     fi
     assert_success
-    assert_line "Syncing /home/sandbox/project-src/demo/ -> /home/sandbox/projects/demo/ (excluding: node_modules .git dist build tmp )"
+    assert_line "Syncing /home/sandbox/project-src/demo/ -> /home/sandbox/projects/demo/ (excluding: node_modules .git dist build tmp)"
     run ss exec -- sh -c 'cd ~/projects/demo && find . | sort'
     assert_output $'.\n./node_modules\n./node_modules/keep\n./src\n./src/a'
   done
