@@ -352,14 +352,16 @@ int Menu() {
             redraw = true;
             break;
           }
+          std::optional<Project> created;
           try {
             ValidateProjectName(n);
-            Project p = store.Create(n);
-            std::cout << "Created: " << DisplayPath(p.path) << "\n\n" << std::flush;
-            return Attach(n);
+            created = store.Create(n);
           } catch (const Error& e) {
             PrintError(e);
+            continue;
           }
+          std::cout << "Created: " << DisplayPath(created->path) << "\n\n" << std::flush;
+          return Attach(n);
         }
       } else {
         Note(Cat("Invalid choice '", Trim(*answer), "'. ",

@@ -14,7 +14,7 @@ setup() {
 write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
 
 @test "defaults when there is no file, tab-separated without a terminal" {
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_success
   assert_line "version	1"
   assert_line "vm.cpus	$DEFCPU"
@@ -119,7 +119,7 @@ hint: use show, get, set or path; see 'ss config --help'"
 
 @test "invalid YAML: exit 78 with file:line:column" {
   write_config $'vm:\n  cpus: [2\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:3:1: invalid YAML: end of sequence flow not found"
   assert_equal "${stderr_lines[1]}" "hint: edit $CFG, or see ss-config(5) for every key"
@@ -129,7 +129,7 @@ hint: use show, get, set or path; see 'ss config --help'"
 
 @test "unknown key in the file: exit 78 with position and did-you-mean" {
   write_config $'version: 1\nvm:\n  memroy: 8GB\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   assert_equal "$stderr" "ss-config: error: $CFG:3:3: unknown key 'vm.memroy'
 hint: did you mean 'vm.memory'?
@@ -138,47 +138,47 @@ hint: edit $CFG, or see ss-config(5) for every key"
 
 @test "wrong types in the file: exit 78" {
   write_config $'vm:\n  cpus: four\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:9: vm.cpus: 'four' is not a whole number"
   write_config $'updates: yes\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:1:10: updates: expected a section of keys"
   write_config $'vm:\n  memory: 8\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:11: vm.memory: '8' is not a size such as 8GB, 512MB or 1TB"
   write_config $'sync:\n  exclude: node_modules\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:12: sync.exclude: expected a list of strings"
   write_config $'- vm\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:1:1: expected a mapping of keys (such as 'vm:')"
 }
 
 @test "out-of-range values in the file: exit 78 with the valid range" {
   write_config $'vm:\n  disk: 1000GB\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:9: vm.disk: 1000GB is out of range; valid: 20GB .. 500GB"
   write_config $'vm:\n  cpus: 1\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:9: vm.cpus: 1 is out of range; valid: 2 .. $MAXCPU (max: host cores)"
   write_config $'vm:\n  memory: 1GB\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   [[ "${stderr_lines[0]}" == "ss-config: error: $CFG:2:11: vm.memory: 1GB is out of range; valid: 4GB .. "*"GB (max: host RAM - 4GB)" ]]
   write_config $'version: 2\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:1:10: version: 2 is out of range; valid: 1 .. 1"
 }
 
 @test "a duplicate key or an unreadable file is exit 78" {
   write_config $'vm:\n  cpus: 2\n  cpus: 2\n'
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:3:3: duplicate key 'vm.cpus'"
   rm -f "$CFG"; mkdir -p "$CFG"
-  run --separate-stderr ss config
+  run --separate-stderr ss config show
   assert_equal "$status" 78
   assert_equal "${stderr_lines[0]}" "ss-config: error: cannot read '$CFG': Is a directory"
 }

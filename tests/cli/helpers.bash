@@ -29,7 +29,8 @@ stub() {
 # server). term_start CMD... runs CMD in a 120x40 window; term_keys sends keys; term_screen
 # prints the visible screen; term_wait TEXT waits (up to 10 s) until the screen shows TEXT.
 term_start() {
-  TMUX_SOCK="$BATS_TEST_TMPDIR/tmux.sock"
+  TERM_N=$((${TERM_N:-0} + 1))
+  TMUX_SOCK="$BATS_TEST_TMPDIR/tmux.$TERM_N.sock"
   tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -s t -x 120 -y 40 "$@"
 }
 term_keys() { tmux -S "$TMUX_SOCK" send-keys -t t "$@"; }
