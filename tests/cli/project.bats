@@ -327,7 +327,7 @@ hint: see 'ss-project --help'"
   run --separate-stderr ss project frobnicate
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-project: error: unknown project command 'frobnicate'
-hint: use new, list, show or delete; see 'ss project --help'"
+hint: use new, list, show, delete or path; see 'ss project --help'"
   assert_equal "$(ls -A "$P" 2>/dev/null)" ""
 }
 
@@ -835,6 +835,7 @@ Or choose a different name:
 list
 show
 delete
+path
 --help"
   run ss --complete delete ""
   assert_output "client-website
@@ -857,4 +858,30 @@ my-app
   assert_output "--json
 --no-size
 --help"
+}
+
+@test "project path: the folder of a project, or of all; did-you-mean when not found" {
+  ss new my-app >/dev/null
+  run --separate-stderr ss project path my-app
+  assert_success
+  assert_output "$SS_HOME/projects/my-app"
+  run --separate-stderr ss project path
+  assert_output "$SS_HOME/projects"
+  run --separate-stderr ss project path my-ap
+  assert_equal "$status" 66
+  assert_equal "$output" ""
+  assert_equal "$stderr" "Error: Project 'my-ap' not found
+
+Did you mean 'my-app'?
+
+Available projects:
+  my-app
+
+Create a new project:
+  ss new my-ap"
+  run --separate-stderr ss project path a b
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[0]}" "ss-project: error: usage: ss project path [NAME]"
+  run --separate-stderr ss project path Bad
+  assert_equal "$status" 65
 }
