@@ -84,7 +84,7 @@ TEST(ProjectArgs, UsageErrors) {
               "see 'ss project show --help'");
   ExpectUsage({"new", "x1", "--from", ""}, "--from needs a PATH", "see 'ss new --help'");
   ExpectUsage({"frobnicate"}, "unknown project command 'frobnicate'",
-              "use new, list, show or delete; see 'ss project --help'");
+              "use new, list, show, delete or path; see 'ss project --help'");
 }
 
 TEST(ProjectArgs, UnknownOrAbbreviatedFlagsAreRefused) {
@@ -97,6 +97,23 @@ TEST(ProjectArgs, AnythingAfterDoubleDashIsAName) {
   ProjectOptions o = ParseProjectArgs({"new", "--", "--github"});
   EXPECT_EQ(o.name, "--github");
   EXPECT_FALSE(o.github);
+}
+
+}  // namespace
+}  // namespace ss
+
+namespace ss {
+namespace {
+
+TEST(ProjectArgs, PathTakesAnOptionalName) {
+  ProjectOptions o = ParseProjectArgs({"path"});
+  EXPECT_EQ(o.command, ProjectOptions::Command::kPath);
+  EXPECT_EQ(o.name, "");
+  o = ParseProjectArgs({"path", "my-app"});
+  EXPECT_EQ(o.command, ProjectOptions::Command::kPath);
+  EXPECT_EQ(o.name, "my-app");
+  EXPECT_THROW(ParseProjectArgs({"path", "a", "b"}), Error);
+  EXPECT_THROW(ParseProjectArgs({"path", "--json"}), Error);
 }
 
 }  // namespace
