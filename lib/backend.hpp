@@ -104,6 +104,9 @@ class Backend {
 
 // The backend called `kind` ("lxd", "docker", ...). Throws ss::Error(64) for an unknown kind.
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config);
+// Makes `kind` known to MakeBackend (tests register the in-memory fake this way).
+void RegisterBackend(const std::string& kind,
+                     std::function<std::unique_ptr<Backend>(const Config&)> factory);
 // The backends this build knows, in `auto` preference order: qemu, lxd, docker, podman.
 std::vector<std::string> BackendNames();
 

@@ -79,14 +79,9 @@ ContainerEngine FindEngine(const std::string& name) {
   ContainerEngine e;
   e.name = name;
   e.display = name == "docker" ? "Docker" : "Podman";
-  // The distribution's client belongs to the distribution's daemon: a newer client elsewhere on
-  // PATH (e.g. /usr/local/bin) only negotiates down to it.
-  std::string packaged = "/usr/bin/" + name;
-  if (::access(packaged.c_str(), X_OK) == 0) {
-    e.client = packaged;
-  } else {
-    e.client = FindInPath(name).value_or(name);
-  }
+  // The client the user would run: the first on PATH (a newer client negotiates down to an
+  // older daemon).
+  e.client = FindInPath(name).value_or(name);
   return e;
 }
 

@@ -14,7 +14,7 @@ namespace ss {
 struct ContainerEngine {
   std::string name;     // "docker" or "podman"
   std::string display;  // "Docker" or "Podman"
-  std::string client;   // the CLI: the distribution's (matching its daemon) before one on PATH
+  std::string client;   // the CLI: the first on PATH
 };
 ContainerEngine FindEngine(const std::string& name);
 

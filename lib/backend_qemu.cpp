@@ -224,6 +224,15 @@ Probe QemuBackend::CheckHost() {
       return p;
     }
   }
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(10);
+  ProcessResult version = Run({kQemu, "--version"}, o);
+  if (!version.ok()) {
+    std::string err(Trim(version.err.empty() ? version.out : version.err));
+    p.reason = Cat("QEMU does not run (", err.empty() ? "no answer" : err, ")");
+    p.fix = "install it: ss vm setup --backend qemu";
+    return p;
+  }
   if (!IsoTool()) {
     p.reason = "no tool to make the NoCloud seed (genisoimage, mkisofs or xorrisofs)";
     p.fix = "install it: ss vm setup --backend qemu";

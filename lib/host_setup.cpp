@@ -1,5 +1,6 @@
 #include "host_setup.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -108,6 +109,20 @@ pid_t StartDaemon(const std::string& name, const std::vector<std::string>& argv,
   return pid;
 }
 
+// A daemon killed without cleaning up leaves its pidfile; once the pid is reused by another
+// process the daemon refuses to start ("pid file found"). Removes `path` unless it names a
+// running `comm`.
+void RemoveStalePidFile(const std::string& path, const std::string& comm) {
+  auto text = ReadFileIfExists(path);
+  if (!text) return;
+  std::string pid(Trim(*text));
+  std::string running(Trim(ReadFileIfExists(Cat("/proc/", pid, "/comm")).value_or("")));
+  if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos && running == comm) {
+    return;
+  }
+  ::unlink(path.c_str());
+}
+
 // The host user (owner of the projects) must be mappable into containers: root's subordinate
 // id ranges, which LXD reads at start, need "root:<uid>:1".
 bool EnsureSubidMapping(uid_t uid, SetupReport& report) {
@@ -205,6 +220,12 @@ void StartLxdDaemons(SetupReport& report) {
     return;
   }
   if (FindInPath("lxcfs") && Run({"pgrep", "-x", "lxcfs"}).status != 0) {
+    // A FUSE mount whose lxcfs died answers "Transport endpoint is not connected": unmount it.
+    struct stat st {};
+    if (::stat("/var/lib/lxcfs", &st) != 0 && errno == ENOTCONN) {
+      Run({"umount", "-l", "/var/lib/lxcfs"});
+      report.done.push_back("removed the stale lxcfs mount");
+    }
     MakeDirs("/var/lib/lxcfs");
     StartDaemon("lxcfs", {"lxcfs", "/var/lib/lxcfs"}, "/var/log/lxd/lxcfs.log", report);
   }
@@ -358,6 +379,7 @@ SetupReport SetupDocker(Progress& progress) {
       AtomicWrite(DaemonsFile(), DumpJson(d) + "\n", 0644);
     }
     MakeDirs("/var/log");
+    RemoveStalePidFile("/var/run/docker.pid", "dockerd");
     pid_t pid = StartDaemon("dockerd", {"dockerd"}, "/var/log/ss-dockerd.log", report);
     for (int i = 0; i < 600 && !DockerAnswers(); ++i) {
       if (!Alive(pid)) {

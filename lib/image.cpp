@@ -27,7 +27,7 @@ namespace ss {
 namespace {
 
 // Bump when the build steps change in a way the lists and files below do not show.
-constexpr int kRecipeVersion = 3;
+constexpr int kRecipeVersion = 4;
 // The build holds the root filesystem (about 2 GB), its container tarball and the VM disk (raw,
 // then qcow2) at its peak, plus the package cache.
 constexpr int64_t kMinFreeBytes = 8LL * 1024 * 1024 * 1024;
@@ -446,6 +446,8 @@ class Builder {
       }
     }
     if (d) ::closedir(d);
+    // The login message is the spec's box (provisioning writes /etc/motd), not uname.
+    ::unlink((root_ + "/etc/update-motd.d/10-uname").c_str());
     AtomicWrite(root_ + "/etc/machine-id", "", 0444);
     ::unlink((root_ + "/var/lib/dbus/machine-id").c_str());
   }
@@ -601,6 +603,13 @@ std::optional<ImageInfo> FindImage(const std::string& id) {
 
 ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
   std::string id = ImageIdFor(options);
+  if (!options.force) {
+    // Using a built image needs no lock and no write access to the cache.
+    if (auto existing = FindImage(id)) {
+      progress.Done(Cat("image ", id, " is up to date"));
+      return *existing;
+    }
+  }
   MakeDirs(ImagesDir());
   FileLock lock(Cat(ImagesDir(), "/.", id, ".lock"));
   if (!options.force) {

@@ -65,12 +65,9 @@ busybox_tar() {
   tar -C "$dir/rootfs" -cf "$1" .
 }
 
-# engine_client: the container engine's client (the distribution's, which matches its daemon).
+# engine_client: the container engine's client, the one ss uses (the first on PATH).
 engine_client() {
-  case "$SS_E2E_BACKEND" in
-    docker) if [ -x /usr/bin/docker ]; then echo /usr/bin/docker; else echo docker; fi ;;
-    podman) echo podman ;;
-  esac
+  command -v "$SS_E2E_BACKEND"
 }
 
 # machine_pids NAME: the host processes that make up the sandbox's machine (none when it is not
