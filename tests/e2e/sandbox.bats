@@ -11,7 +11,7 @@ load helpers
 setup_file() {
   : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
   e2e_home
-  export SANDBOX="e2e-$SS_E2E_BACKEND-$$"
+  export SANDBOX="${SS_E2E_PREFIX:-e2e}-$SS_E2E_BACKEND-$$"
   ss vm setup --backend "$SS_E2E_BACKEND" --json > "$BATS_FILE_TMPDIR/setup.json"
   ss vm image build >&3 2>&1
 }

@@ -1,13 +1,18 @@
 // The QEMU backend's pure parts: acceleration detection, the command line, QEMU's answers, and
-// how processes are identified.
+// how processes are identified; and its snapshots, on a real qcow2 disk (qemu-img, qemu-io).
 #include "backend_qemu.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "error.hpp"
+#include "exit_code.hpp"
 #include "fs.hpp"
+#include "process.hpp"
 #include "qemu_supervisor.hpp"
 #include "strings.hpp"
 
@@ -163,6 +168,92 @@ TEST(QemuPaths, LongDirectoriesGetShortSocketPaths) {
   QemuPaths long_dir("/" + std::string(120, 'x') + "/qemu/box");
   EXPECT_LT(long_dir.VfsSocket("projects").size(), 108u);
   EXPECT_NE(long_dir.socket_dir, long_dir.dir);
+}
+
+// A stopped machine with a real qcow2 disk (no VM is booted: snapshots work on the disk).
+class QemuSnapshots : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MakeDirs(dir(), 0700);
+    AtomicWrite(dir() + "/machine.json", R"({"kind": "QemuMachine", "name": "m"})");
+    RunChecked({"qemu-img", "create", "-q", "-f", "qcow2", disk(), "4M"}, "qemu-img create");
+  }
+  std::string dir() const { return state_.path() + "/qemu/m"; }
+  std::string disk() const { return dir() + "/disk.qcow2"; }
+  // qemu-io on the disk; "read -P X" fails unless every byte is X.
+  bool Io(const std::string& command) {
+    ProcessResult r = ss::Run({"qemu-io", "-c", command, disk()});
+    return r.ok() && r.out.find("failed") == std::string::npos;
+  }
+  TempDir state_;
+};
+
+TEST_F(QemuSnapshots, TakeListRestoreDelete) {
+  QemuBackend b(state_.path());
+  ASSERT_EQ(b.State("m"), SandboxState::kStopped);
+  ASSERT_TRUE(Io("write -P 0xab 0 64k"));
+  auto before = std::chrono::system_clock::now() - std::chrono::seconds(5);
+  b.TakeSnapshot("m", "clean");
+  ASSERT_TRUE(Io("write -P 0xcd 0 64k"));
+  ASSERT_TRUE(Io("read -P 0xcd 0 64k"));
+
+  std::vector<Snapshot> snaps = b.Snapshots("m");
+  ASSERT_EQ(snaps.size(), 1u);
+  EXPECT_EQ(snaps[0].name, "clean");
+  EXPECT_GE(snaps[0].created, before);
+
+  b.RestoreSnapshot("m", "clean");
+  EXPECT_TRUE(Io("read -P 0xab 0 64k"));
+  EXPECT_FALSE(Io("read -P 0xcd 0 64k"));
+
+  b.DeleteSnapshot("m", "clean");
+  EXPECT_TRUE(b.Snapshots("m").empty());
+  EXPECT_TRUE(Io("read -P 0xab 0 64k"));  // deleting a snapshot keeps the disk as it is
+}
+
+TEST_F(QemuSnapshots, ClearErrors) {
+  QemuBackend b(state_.path());
+  b.TakeSnapshot("m", "one");
+  try {
+    b.TakeSnapshot("m", "one");
+    FAIL() << "a second snapshot of the same name was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitCantCreate);
+  }
+  for (auto op : {&QemuBackend::RestoreSnapshot, &QemuBackend::DeleteSnapshot}) {
+    try {
+      (b.*op)("m", "nope");
+      FAIL() << "a missing snapshot was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), kExitNoInput);
+      EXPECT_STREQ(e.what(), "no snapshot 'nope' of 'm'");
+    }
+  }
+  try {
+    b.TakeSnapshot("other", "x");
+    FAIL() << "a machine that does not exist was snapshotted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitNoInput);
+  }
+  EXPECT_EQ(b.Snapshots("m").size(), 1u);
+}
+
+TEST_F(QemuSnapshots, RefusedWhileTheMachineRuns) {
+  // The supervisor of a running machine holds its lock.
+  int fd = ::open((dir() + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  QemuBackend b(state_.path());
+  try {
+    b.TakeSnapshot("m", "live");
+    FAIL() << "a running machine was snapshotted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitTempFail);
+    EXPECT_STREQ(e.what(), "cannot take a snapshot while 'm' runs");
+  }
+  ::close(fd);
+  b.TakeSnapshot("m", "stopped");
+  EXPECT_EQ(b.Snapshots("m").size(), 1u);
 }
 
 }  // namespace
