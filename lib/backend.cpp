@@ -28,6 +28,13 @@ std::string StateName(SandboxState state) {
   return "unknown";
 }
 
+void RequireSnapshot(Backend& backend, const std::string& name, const std::string& snapshot) {
+  for (const auto& s : backend.Snapshots(name)) {
+    if (s.name == snapshot) return;
+  }
+  throw Error(kExitNoInput, Cat("no snapshot '", snapshot, "' of '", name, "'"));
+}
+
 std::vector<std::string> BackendNames() { return {"qemu", "lxd", "docker", "podman"}; }
 
 namespace {

@@ -102,6 +102,9 @@ class Backend {
   virtual std::vector<Snapshot> Snapshots(const std::string& name) = 0;
 };
 
+// Throws ss::Error(66) "no snapshot 'S' of 'NAME'" unless `backend` has that snapshot.
+void RequireSnapshot(Backend& backend, const std::string& name, const std::string& snapshot);
+
 // The backend called `kind` ("lxd", "docker", ...). Throws ss::Error(64) for an unknown kind.
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config);
 // Makes `kind` known to MakeBackend (tests register the in-memory fake this way).

@@ -415,6 +415,11 @@ std::string ContainerBackend::KeepRepo(const std::string& name) const {
 void ContainerBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
   if (Inspect(name).is_null())
     throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  for (const auto& s : Snapshots(name)) {
+    if (s.name == snapshot) {
+      throw Error(kExitCantCreate, Cat("'", name, "' already has a snapshot '", snapshot, "'"));
+    }
+  }
   Cli({"commit", name, Cat(SnapshotRepo(name), ":", snapshot)}, Cat("cannot snapshot '", name, "'"),
       std::chrono::minutes(10));
 }
@@ -446,14 +451,15 @@ void ContainerBackend::Recreate(const std::string& name, const std::string& imag
 void ContainerBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
   Json c = Inspect(name);
   if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  RequireSnapshot(*this, name, snapshot);
   std::string ref = Cat(SnapshotRepo(name), ":", snapshot);
-  Cli({"image", "inspect", ref}, Cat("no snapshot '", snapshot, "' of '", name, "'"));
   bool running = ToLower(c["State"].value("Status", "")) == "running";
   Recreate(name, ref);
   if (running) Cli({"start", name}, Cat("cannot start '", name, "'"), std::chrono::minutes(2));
 }
 
 void ContainerBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
+  RequireSnapshot(*this, name, snapshot);
   Cli({"rmi", Cat(SnapshotRepo(name), ":", snapshot)},
       Cat("cannot delete snapshot '", snapshot, "'"));
 }

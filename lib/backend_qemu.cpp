@@ -596,7 +596,7 @@ void QemuBackend::TakeSnapshot(const std::string& name, const std::string& snaps
 
 void QemuBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
   RequireStopped(name, "restore a snapshot");
-  RequireSnapshot(name, snapshot);
+  RequireSnapshot(*this, name, snapshot);
   QemuPaths paths(MachineDir(name));
   RunChecked({"qemu-img", "snapshot", "-a", snapshot, paths.disk},
              Cat("cannot restore '", name, "' to '", snapshot, "'"), {}, kExitIoErr);
@@ -604,17 +604,10 @@ void QemuBackend::RestoreSnapshot(const std::string& name, const std::string& sn
 
 void QemuBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
   RequireStopped(name, "delete a snapshot");
-  RequireSnapshot(name, snapshot);
+  RequireSnapshot(*this, name, snapshot);
   QemuPaths paths(MachineDir(name));
   RunChecked({"qemu-img", "snapshot", "-d", snapshot, paths.disk},
              Cat("cannot delete snapshot '", snapshot, "'"), {}, kExitIoErr);
-}
-
-void QemuBackend::RequireSnapshot(const std::string& name, const std::string& snapshot) {
-  for (const auto& s : Snapshots(name)) {
-    if (s.name == snapshot) return;
-  }
-  throw Error(kExitNoInput, Cat("no snapshot '", snapshot, "' of '", name, "'"));
 }
 
 std::vector<Snapshot> QemuBackend::Snapshots(const std::string& name) {

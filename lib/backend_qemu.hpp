@@ -79,7 +79,6 @@ class QemuBackend : public Backend {
 
  private:
   void RequireStopped(const std::string& name, std::string_view what);
-  void RequireSnapshot(const std::string& name, const std::string& snapshot);
   void ApplyResources(const std::string& name, const Resources& resources);
   void StopMachine(const std::string& name, std::chrono::seconds timeout);
   std::string state_dir_;

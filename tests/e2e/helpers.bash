@@ -7,7 +7,7 @@ bats_load_library bats-assert
 bats_load_library bats-file
 
 : "${SS_BUILD_DIR:?run through ctest, or set SS_BUILD_DIR to the build directory}"
-export PATH="$SS_BUILD_DIR/bin:$PATH"
+export PATH="$SS_BUILD_DIR/bin:$PATH:$SS_BUILD_DIR/tests"  # tests/: ss-backend-test
 export SS_NO_UPDATE=1
 # Built images are shared by every test and kept between runs: the cache of the user running
 # the tests, whatever HOME a test uses.
@@ -112,10 +112,15 @@ wait_state() {
   return 1
 }
 
-# hold_port PORT: something else takes 127.0.0.1:PORT (prints its pid); release_port PID.
+# hold_port PORT: something else takes 127.0.0.1:PORT (prints its pid, which lives until killed).
+# When another program got the port first, that one holds it: the same for the test.
 hold_port() {
-  python3 -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+  python3 -c 'import errno, socket, sys, time
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+except OSError as e:
+    if e.errno != errno.EADDRINUSE: raise
 print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" &
   local pid=$!
   for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/hold.$1" ] && break; sleep 0.1; done

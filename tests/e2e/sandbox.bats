@@ -3,8 +3,9 @@
 # with a pinned host key, tools present, the projects folder shared both ways with the right
 # owners, git and docker working inside, then stop / start / status / reset / delete, and the
 # faults every backend must survive: its SSH port taken while it was stopped, ss killed while it
-# starts the sandbox, the machine killed behind ss's back. CTest runs this file once per backend
-# (lxd, docker, podman, qemu); a QEMU sandbox boots three times (create, start, reset).
+# starts the sandbox, the machine killed behind ss's back; and the backend's snapshot hooks
+# (take while stopped, restore, delete). CTest runs this file once per backend (lxd, docker,
+# podman, qemu); a QEMU sandbox boots four times (create, start, start after restore, reset).
 
 load helpers
 
@@ -139,6 +140,16 @@ setup() {
   assert_output ""
 }
 
+@test "a snapshot of the stopped sandbox is taken and listed" {
+  run ss-backend-test "$SS_E2E_BACKEND" take "$SANDBOX" bk1
+  assert_success
+  run --separate-stderr ss-backend-test "$SS_E2E_BACKEND" take "$SANDBOX" bk1
+  assert_failure 73
+  run ss-backend-test "$SS_E2E_BACKEND" list "$SANDBOX"
+  assert_success
+  assert_output "bk1"
+}
+
 @test "start works when its SSH port was taken meanwhile and ss was killed while starting" {
   old_port=$(cat "$BATS_FILE_TMPDIR/old_port")
   holder=$(hold_port "$old_port")
@@ -162,6 +173,7 @@ setup() {
   kill "$holder"
   run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
   assert_output "kept"
+  sandbox_ssh "$SANDBOX" 'echo later > ~/after'  # not in the snapshot: restoring removes it
   # One machine, not two.
   if [ "$SS_E2E_BACKEND" = qemu ]; then
     run pgrep -c -f -- "$SS_HOME/.ss/qemu/$SANDBOX/disk.qcow2"
@@ -179,6 +191,28 @@ setup() {
     echo "$output" | jq -e '.backend_detail | test("stopped unexpectedly: QEMU was killed by signal 9")'
   fi
   run machine_pids "$SANDBOX"
+  assert_output ""
+}
+
+@test "restoring the snapshot brings its filesystem back; name, SSH and projects stay" {
+  run --separate-stderr ss-backend-test "$SS_E2E_BACKEND" restore "$SANDBOX" nope
+  assert_failure 66
+  assert_equal "$stderr" "ss-backend-test: error: no snapshot 'nope' of '$SANDBOX'"
+  run ss-backend-test "$SS_E2E_BACKEND" restore "$SANDBOX" bk1
+  assert_success
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+  run sandbox_ssh "$SANDBOX" test -e /home/sandbox/after
+  assert_failure 1
+  run sandbox_ssh "$SANDBOX" 'echo restored > /home/sandbox/projects/shared/restored.txt'
+  assert_success
+  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/restored.txt")" "$(stat -c %u "$SS_HOME/projects")"
+  run ss-backend-test "$SS_E2E_BACKEND" delete "$SANDBOX" bk1
+  assert_success
+  run ss-backend-test "$SS_E2E_BACKEND" list "$SANDBOX"
+  assert_success
   assert_output ""
 }
 
