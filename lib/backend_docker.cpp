@@ -460,8 +460,22 @@ void ContainerBackend::RestoreSnapshot(const std::string& name, const std::strin
 
 void ContainerBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
   RequireSnapshot(*this, name, snapshot);
-  Cli({"rmi", Cat(SnapshotRepo(name), ":", snapshot)},
-      Cat("cannot delete snapshot '", snapshot, "'"));
+  std::string ref = Cat(SnapshotRepo(name), ":", snapshot);
+  // A container restored from this snapshot runs on its image: the image stays, under the name
+  // of the sandbox's kept filesystem (removed with the sandbox), and only the snapshot's name
+  // goes (untagging; never a forced removal, which Podman applies to the container too).
+  auto id = [](std::string text) {
+    text = std::string(Trim(text));
+    return text.rfind("sha256:", 0) == 0 ? text.substr(7) : text;
+  };
+  Json c = Inspect(name);
+  std::string snapshot_id = id(Cli({"image", "inspect", "--format", "{{.Id}}", ref},
+                                   Cat("cannot read snapshot '", snapshot, "'")));
+  if (!c.is_null() && !snapshot_id.empty() && id(c.value("Image", "")) == snapshot_id) {
+    Cli({"tag", ref, Cat(KeepRepo(name), ":", std::time(nullptr))},
+        Cat("cannot delete snapshot '", snapshot, "'"));
+  }
+  Cli({"rmi", ref}, Cat("cannot delete snapshot '", snapshot, "'"));
 }
 
 std::vector<Snapshot> ContainerBackend::Snapshots(const std::string& name) {
