@@ -33,7 +33,7 @@ class FakeBackend : public Backend {
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;
 
-  Probe probe{true, "fake backend", ""};
+  Probe probe{true, false, "fake backend", ""};
   SshTarget target{"127.0.0.1", 22};
   std::map<std::string, Machine> machines;
 

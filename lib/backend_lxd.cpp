@@ -371,16 +371,23 @@ SshTarget LxdBackend::Ssh(const std::string& name) {
 }
 
 void LxdBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
+  for (const auto& s : Snapshots(name)) {
+    if (s.name == snapshot) {
+      throw Error(kExitCantCreate, Cat("'", name, "' already has a snapshot '", snapshot, "'"));
+    }
+  }
   Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
       std::chrono::seconds(300));
 }
 
 void LxdBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
+  RequireSnapshot(*this, name, snapshot);
   Lxc({"restore", Ref(name), snapshot}, Cat("cannot restore '", name, "' to '", snapshot, "'"),
       std::chrono::seconds(300));
 }
 
 void LxdBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
+  RequireSnapshot(*this, name, snapshot);
   Lxc({"delete", Cat(Ref(name), "/", snapshot)}, Cat("cannot delete snapshot '", snapshot, "'"));
 }
 

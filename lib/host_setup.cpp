@@ -1,6 +1,7 @@
 #include "host_setup.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "paths.hpp"
 #include "process.hpp"
 #include "resources.hpp"
+#include "shell_quote.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -80,7 +82,20 @@ void RecordDaemon(const std::string& name, pid_t pid) {
   AtomicWrite(DaemonsFile(), DumpJson(d) + "\n", 0644);
 }
 
-bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+// A pid still naming a live process (a zombie waiting for init to reap it does not count).
+bool Alive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::string stat = ReadFileIfExists(Cat("/proc/", pid, "/stat")).value_or("");
+  auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+void WaitGone(pid_t pid, std::chrono::milliseconds wait) {
+  for (auto end = std::chrono::steady_clock::now() + wait;
+       Alive(pid) && std::chrono::steady_clock::now() < end;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 pid_t StartDaemon(const std::string& name, const std::vector<std::string>& argv,
                   const std::string& log, SetupReport& report) {
@@ -92,6 +107,20 @@ pid_t StartDaemon(const std::string& name, const std::vector<std::string>& argv,
   report.started.emplace_back(name, pid);
   report.done.push_back(Cat("started ", name, " (pid ", pid, ")"));
   return pid;
+}
+
+// A daemon killed without cleaning up leaves its pidfile; once the pid is reused by another
+// process the daemon refuses to start ("pid file found"). Removes `path` unless it names a
+// running `comm`.
+void RemoveStalePidFile(const std::string& path, const std::string& comm) {
+  auto text = ReadFileIfExists(path);
+  if (!text) return;
+  std::string pid(Trim(*text));
+  std::string running(Trim(ReadFileIfExists(Cat("/proc/", pid, "/comm")).value_or("")));
+  if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos && running == comm) {
+    return;
+  }
+  ::unlink(path.c_str());
 }
 
 // The host user (owner of the projects) must be mappable into containers: root's subordinate
@@ -268,7 +297,167 @@ uid_t ProjectsUid() {
   return st.st_uid;
 }
 
+bool DockerAnswers() {
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(10);
+  std::string client = ::access("/usr/bin/docker", X_OK) == 0 ? "/usr/bin/docker" : "docker";
+  return FindInPath(client) && Run({client, "version", "--format", "{{.Server.Version}}"}, o).ok();
+}
+
+bool LinkExists(const std::string& name) { return IsDirectory("/sys/class/net/" + name); }
+
+std::string ForwardPolicy() {
+  if (!FindInPath("iptables")) return "";
+  ProcessResult r = Run({"iptables", "-S", "FORWARD"});
+  for (const auto& line : SplitLines(r.out)) {
+    if (line.rfind("-P FORWARD ", 0) == 0) return line.substr(11);
+  }
+  return "";
+}
+
+bool DockerChains() {
+  return FindInPath("iptables") && Run({"iptables", "-t", "nat", "-S", "DOCKER"}).ok();
+}
+
+// Removes the rules dockerd adds (those jumping to its chains or naming docker0), then its
+// chains, in the nat and filter tables.
+void RemoveDockerRules(SetupReport& report) {
+  int removed = 0;
+  for (const char* table : {"nat", "filter"}) {
+    ProcessResult rules = Run({"iptables", "-t", table, "-S"});
+    std::vector<std::string> chains;
+    for (const auto& line : SplitLines(rules.out)) {
+      std::vector<std::string> words;
+      try {
+        words = ShellSplit(line, "an iptables rule");
+      } catch (const Error&) {
+        continue;
+      }
+      if (words.size() >= 2 && words[0] == "-N" && words[1].rfind("DOCKER", 0) == 0) {
+        chains.push_back(words[1]);
+        continue;
+      }
+      if (words.size() < 3 || words[0] != "-A" || words[1].rfind("DOCKER", 0) == 0) continue;
+      bool docker = std::any_of(words.begin() + 2, words.end(), [](const std::string& w) {
+        return w.rfind("DOCKER", 0) == 0 || w == "docker0";
+      });
+      if (!docker) continue;
+      std::vector<std::string> argv{"iptables", "-t", table, "-D"};
+      argv.insert(argv.end(), words.begin() + 1, words.end());
+      if (Run(argv).ok()) ++removed;
+    }
+    for (const auto& chain : chains) Run({"iptables", "-t", table, "-F", chain});
+    for (const auto& chain : chains) Run({"iptables", "-t", table, "-X", chain});
+  }
+  if (removed > 0) report.done.push_back(Cat("removed dockerd's iptables rules and chains"));
+}
+
 }  // namespace
+
+SetupReport SetupDocker(Progress& progress) {
+  SetupReport report;
+  if (!FindInPath("dockerd") && !DockerAnswers()) AptInstall({"docker.io"}, progress, report);
+  EnsureCgroupControllers(report);
+  if (DockerAnswers()) return report;
+  RequireRoot("starting Docker");
+  progress.Step("starting dockerd");
+  if (HaveSystemd()) {
+    RunChecked({"systemctl", "start", "docker"}, "cannot start docker", {}, kExitUnavailable);
+    report.done.push_back("started docker (systemctl)");
+  } else {
+    // What dockerd is about to change on the host, so that --stop can put it back.
+    Json before = {
+        {"ip_forward",
+         std::string(Trim(ReadFileIfExists("/proc/sys/net/ipv4/ip_forward").value_or("")))},
+        {"docker0", LinkExists("docker0")},
+        {"forward_policy", ForwardPolicy()},
+        {"iptables_chains", DockerChains()}};
+    {
+      FileLock lock(DaemonsFile() + ".lock");
+      Json d = ReadDaemons();
+      d["dockerd.host"] = before;
+      AtomicWrite(DaemonsFile(), DumpJson(d) + "\n", 0644);
+    }
+    MakeDirs("/var/log");
+    RemoveStalePidFile("/var/run/docker.pid", "dockerd");
+    pid_t pid = StartDaemon("dockerd", {"dockerd"}, "/var/log/ss-dockerd.log", report);
+    for (int i = 0; i < 600 && !DockerAnswers(); ++i) {
+      if (!Alive(pid)) {
+        throw Error(kExitUnavailable, "dockerd exited while starting", {},
+                    {"see /var/log/ss-dockerd.log"});
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (!DockerAnswers()) {
+    throw Error(kExitUnavailable, "Docker did not come up", {}, {"see /var/log/ss-dockerd.log"});
+  }
+  return report;
+}
+
+SetupReport TeardownDocker(Progress& progress) {
+  SetupReport report;
+  Json daemons = ReadDaemons();
+  pid_t pid = daemons.value("dockerd", 0);
+  if (!Alive(pid)) return report;
+  RequireRoot("stopping Docker");
+  progress.Step("stopping dockerd and its containers");
+  // dockerd stops its containers (systemd inside halts on the stop signal) and its containerd.
+  ::kill(pid, SIGTERM);
+  WaitGone(pid, std::chrono::seconds(60));
+  if (Alive(pid)) ::kill(pid, SIGKILL);
+  WaitGone(pid, std::chrono::seconds(5));
+  report.done.push_back(Cat("stopped dockerd (pid ", pid, ")"));
+  Json before = daemons.value("dockerd.host", Json::object());
+  if (!before.value("docker0", true) && LinkExists("docker0")) {
+    if (Run({"ip", "link", "delete", "docker0"}).ok()) {
+      report.done.push_back("removed the docker0 bridge");
+    }
+  }
+  if (!before.value("iptables_chains", true) && DockerChains()) RemoveDockerRules(report);
+  std::string policy = before.value("forward_policy", "");
+  if (!policy.empty() && ForwardPolicy() != policy) {
+    if (Run({"iptables", "-P", "FORWARD", policy}).ok()) {
+      report.done.push_back(Cat("set the FORWARD policy back to ", policy));
+    }
+  }
+  // IP forwarding goes back off unless LXD (whose bridge does NAT) runs.
+  if (before.value("ip_forward", "") == "0" && !LxdAnswers()) {
+    // A sysctl file: written in place, not replaced.
+    int fd = ::open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0 && ::write(fd, "0\n", 2) == 2) {
+      report.done.push_back("turned IP forwarding back off");
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  {
+    FileLock lock(DaemonsFile() + ".lock");
+    Json d = ReadDaemons();
+    d.erase("dockerd");
+    d.erase("dockerd.host");
+    AtomicWrite(DaemonsFile(), DumpJson(d) + "\n", 0644);
+  }
+  return report;
+}
+
+SetupReport SetupPodman(Progress& progress) {
+  SetupReport report;
+  if (!FindInPath("podman")) AptInstall({"podman"}, progress, report);
+  EnsureCgroupControllers(report);
+  return report;
+}
+
+SetupReport SetupQemu(Progress& progress) {
+  SetupReport report;
+  std::vector<std::string> packages;
+  if (!FindInPath("qemu-system-x86_64")) packages.push_back("qemu-system-x86");
+  if (!FindInPath("qemu-img")) packages.push_back("qemu-utils");
+  if (!FindInPath("genisoimage") && !FindInPath("mkisofs") && !FindInPath("xorrisofs")) {
+    packages.push_back("genisoimage");
+  }
+  AptInstall(packages, progress, report);
+  return report;
+}
 
 bool HaveSystemd() {
   struct stat st;

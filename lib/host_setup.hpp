@@ -23,6 +23,16 @@ SetupReport SetupLxd(Progress& progress);
 // leaves in the host's firewall when it stops. Daemons the user started are left alone.
 SetupReport TeardownLxd(Progress& progress);
 
+// The same for the other backends. Docker: the package (unless an engine is installed) and
+// dockerd, started by hand where no init system runs, recorded with what the host's network
+// looked like before, so that TeardownDocker can put back what dockerd changed (the docker0
+// bridge, its iptables rules, the FORWARD policy, ip_forward). Podman has no daemon: only the
+// package. QEMU: its packages; it runs as the user's own processes.
+SetupReport SetupDocker(Progress& progress);
+SetupReport TeardownDocker(Progress& progress);
+SetupReport SetupPodman(Progress& progress);
+SetupReport SetupQemu(Progress& progress);
+
 // Whether an init system manages services here (systemd as PID 1).
 bool HaveSystemd();
 

@@ -1,6 +1,7 @@
 #include "image.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -26,8 +27,24 @@ namespace ss {
 namespace {
 
 // Bump when the build steps change in a way the lists and files below do not show.
-constexpr int kRecipeVersion = 3;
-constexpr int64_t kMinFreeBytes = 6LL * 1024 * 1024 * 1024;
+constexpr int kRecipeVersion = 4;
+// The build holds the root filesystem (about 2 GB), its container tarball and the VM disk (raw,
+// then qcow2) at its peak, plus the package cache.
+constexpr int64_t kMinFreeBytes = 8LL * 1024 * 1024 * 1024;
+constexpr int64_t kGiB = 1024LL * 1024 * 1024;
+
+// The build's own tools, with the packages that provide them.
+const std::pair<const char*, const char*> kBuildTools[] = {
+    {"debootstrap", "debootstrap"}, {"chroot", "coreutils"},    {"tar", "tar"},
+    {"mkfs.ext4", "e2fsprogs"},     {"qemu-img", "qemu-utils"},
+};
+
+// Free bytes on the filesystem holding `path`, or -1.
+int64_t FreeBytes(const std::string& path) {
+  struct statvfs vfs;
+  if (::statvfs(path.c_str(), &vfs) != 0) return -1;
+  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+}
 
 // The minimal system debootstrap lays down; apt in the new system does the rest (debootstrap
 // resolves no virtual packages: python3-cffi-backend stands in for the one cloud-init needs).
@@ -90,6 +107,9 @@ const BakedFile kBakedFiles[] = {
     {"cloud-init/image/dpkg-nodoc", "etc/dpkg/dpkg.cfg.d/01-ss-nodoc", 0644},
     {"cloud-init/image/sudoers", "etc/sudoers.d/90-sandbox", 0440},
     {"cloud-init/image/hosts", "etc/hosts", 0644},
+    {"cloud-init/image/ss-mount-shares", "usr/local/sbin/ss-mount-shares", 0755},
+    {"cloud-init/image/ss-mount-shares.service", "etc/systemd/system/ss-mount-shares.service",
+     0644},
 };
 
 std::string RecipeHash(const ImageBuildOptions& o) {
@@ -229,22 +249,45 @@ class Builder {
       progress_.Step("cleaning up");
       Clean();
     }
-    progress_.Step("exporting for containers");
+    progress_.Step("exporting: container tarball and VM disk");
     Export();
   }
 
   Json versions() const { return versions_; }
 
  private:
+  // Appends to the build log. A failed write (the disk is full) must not hide the build's own
+  // error, so it is ignored.
   void Log(const ProcessResult& r) {
     std::string text = r.out + r.err;
-    std::optional<std::string> old = ReadFileIfExists(log_);
-    AtomicWrite(log_, (old ? *old : "") + text, 0644);
+    int fd = ::open(log_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    for (std::string_view rest = text; !rest.empty();) {
+      ssize_t n = ::write(fd, rest.data(), rest.size());
+      if (n <= 0) break;
+      rest.remove_prefix(static_cast<size_t>(n));
+    }
+    ::close(fd);
+  }
+
+  // A step that failed because the disk filled up says so, whatever the tool printed.
+  void CheckSpace(std::string_view what, std::string_view output) {
+    int64_t free_bytes = FreeBytes(dir_);
+    bool enospc = output.find("No space left on device") != std::string_view::npos ||
+                  output.find("ENOSPC") != std::string_view::npos;
+    if (!enospc && (free_bytes < 0 || free_bytes >= 64LL * 1024 * 1024)) return;
+    throw Error(kExitCantCreate,
+                Cat("image build failed at ", what, ": the disk holding ", ImagesDir(),
+                    " is full (", free_bytes < 0 ? 0 : free_bytes / (1024 * 1024), " MB free)"),
+                {Cat("(the log: ", log_, ")")},
+                {"free some space, or move the cache with SS_CACHE=/other/disk",
+                 "then build again: sudo ss vm image build"});
   }
 
   void Check(const ProcessResult& r, std::string_view what) {
     Log(r);
     if (r.ok()) return;
+    CheckSpace(what, r.out + r.err);
     std::vector<std::string> tail;
     auto lines = SplitLines(r.out + r.err);
     for (size_t i = lines.size() > 12 ? lines.size() - 12 : 0; i < lines.size(); ++i) {
@@ -383,7 +426,8 @@ class Builder {
            "mkdir .ssh");
     Chroot({"install", "-d", "-o", "1000", "-g", "1000", "-m", "755", "/home/sandbox/projects"},
            "mkdir projects");
-    Chroot({"systemctl", "enable", "systemd-networkd", "systemd-resolved", "ssh"},
+    Chroot({"systemctl", "enable", "systemd-networkd", "systemd-resolved", "ssh",
+            "ss-mount-shares.service"},
            "systemctl enable");
     // Nothing waits for "online", and binfmt_misc cannot be mounted in a container.
     Chroot({"systemctl", "mask", "systemd-networkd-wait-online.service", "systemd-binfmt.service"},
@@ -462,7 +506,9 @@ class Builder {
   }
 
   // Containers run the host's kernel: the image's kernel and modules (440 MB) stay out of their
-  // tarball. The tree itself is not kept: every export is made here, by root.
+  // tarball. VMs boot the image's kernel directly, from an ext4 disk of the whole tree (no
+  // partition table, no boot loader) that becomes the qcow2 base of every VM's overlay. The tree
+  // itself is not kept: every export is made here, by root.
   void Export() {
     std::string tar = dir_ + "/rootfs.tar";
     Check(ss::Run({"tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--exclude=./boot/*",
@@ -471,7 +517,28 @@ class Builder {
           "packing the root filesystem");
     ::chmod(tar.c_str(), 0644);
     size_bytes_ = TreeSize(root_);
+
+    // Room for the tree (ext4 metadata, reserved blocks) and some to spare; the guest grows the
+    // filesystem to its overlay's size on boot.
+    int64_t raw_size = (size_bytes_ * 14 / 10 + kGiB / 2 + kGiB - 1) / kGiB * kGiB;
+    std::string raw = dir_ + "/base.raw";
+    int fd = ::open(raw.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ::ftruncate(fd, raw_size) != 0) {
+      int err = errno;
+      if (fd >= 0) ::close(fd);
+      throw Error(kExitIoErr, Cat("cannot create ", raw, ": ", std::strerror(err)));
+    }
+    ::close(fd);
+    Check(ss::Run({"mkfs.ext4", "-q", "-F", "-L", "rootfs", "-d", root_, raw},
+                  Options(std::chrono::minutes(10))),
+          "making the VM disk (mkfs.ext4)");
     RemoveTree(root_);
+    std::string qcow2 = dir_ + "/base.qcow2";
+    Check(ss::Run({"qemu-img", "convert", "-O", "qcow2", raw, qcow2},
+                  Options(std::chrono::minutes(10))),
+          "converting the VM disk to qcow2");
+    ::unlink(raw.c_str());
+    ::chmod(qcow2.c_str(), 0644);
   }
 
  public:
@@ -555,19 +622,19 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
     throw Error(kExitNoPerm, "building the sandbox image needs root (debootstrap, chroot)", {},
                 {"run it with sudo: sudo ss vm image build"});
   }
-  for (const char* tool : {"debootstrap", "chroot", "tar"}) {
+  for (const auto& [tool, package] : kBuildTools) {
     if (!FindInPath(tool)) {
       throw Error(kExitUnavailable,
                   Cat("building the image needs '", tool, "', which is not installed"), {},
-                  {"install it: apt-get install debootstrap"});
+                  {Cat("install it: apt-get install ", package)});
     }
   }
-  struct statvfs vfs;
-  if (::statvfs(ImagesDir().c_str(), &vfs) == 0 &&
-      static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize) < kMinFreeBytes) {
+  int64_t free_bytes = FreeBytes(ImagesDir());
+  if (free_bytes >= 0 && free_bytes < kMinFreeBytes) {
     throw Error(
         kExitCantCreate,
-        Cat("not enough disk space to build the image in ", ImagesDir(), ": it needs 6 GB free"),
+        Cat("not enough disk space to build the image in ", ImagesDir(), ": it needs ",
+            kMinFreeBytes / kGiB, " GB free, there are ", free_bytes / (1024 * 1024), " MB"),
         {}, {"free some space, or move the cache with SS_CACHE=/other/disk"});
   }
   TempDir work(ImagesDir(), ".build-");
@@ -615,6 +682,18 @@ std::string ContainerTarball(const std::string& image_dir) {
                 {"rebuild it: sudo ss vm image build --force"});
   }
   return tar;
+}
+
+VmImage VmImageFiles(const std::string& image_dir) {
+  VmImage vm{image_dir + "/base.qcow2", image_dir + "/vmlinuz", image_dir + "/initrd.img"};
+  for (const auto& f : {vm.disk, vm.kernel, vm.initrd}) {
+    if (!PathExists(f)) {
+      throw Error(kExitNoInput,
+                  Cat("the image in ", image_dir, " has no VM export (", Basename(f), ")"), {},
+                  {"rebuild it: sudo ss vm image build --force"});
+    }
+  }
+  return vm;
 }
 
 void WriteLxdMetadataTarball(const std::string& image_dir, const std::string& path) {

@@ -6,6 +6,8 @@
 //                            kernel or modules), readable by everyone
 //   images/<id>/vmlinuz      the kernel and initrd, for direct kernel boot (QEMU)
 //   images/<id>/initrd.img
+//   images/<id>/base.qcow2   the whole tree as an ext4 filesystem (no partition table), the
+//                            backing file of every VM's overlay
 //   images/<id>/image.json   id, release, mirror, created, versions of what is inside, size
 //
 // Building needs root (debootstrap, chroot, reading every file); using an image does not: the
@@ -52,6 +54,15 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress);
 // The image of the default recipe, built first when missing.
 ImageInfo EnsureImage(Progress& progress);
 void RemoveImage(const ImageInfo& image);
+
+// The VM export of an image: the disk and the kernel to boot directly. Throws ss::Error(66) when
+// the image has none (built by an older ss).
+struct VmImage {
+  std::string disk;  // qcow2
+  std::string kernel;
+  std::string initrd;
+};
+VmImage VmImageFiles(const std::string& image_dir);
 
 // The container export of an image, and the LXD metadata tarball (metadata.yaml and the
 // hostname/hosts templates) written to `path`.

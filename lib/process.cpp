@@ -26,6 +26,7 @@ class Fd {
  public:
   Fd() = default;
   explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   ~Fd() { Close(); }
@@ -100,6 +101,17 @@ pid_t SpawnWith(const std::vector<std::string>& argv, const ProcessOptions& opti
   }
   if (fds.out >= 0) posix_spawn_file_actions_adddup2(&actions, fds.out, STDOUT_FILENO);
   if (fds.err >= 0) posix_spawn_file_actions_adddup2(&actions, fds.err, STDERR_FILENO);
+  // Passed descriptors go through high duplicates first, so that one landing on another's
+  // number (or on its own) is never lost and never keeps close-on-exec.
+  std::vector<Fd> passed;
+  for (const auto& [from, to] : options.pass_fds) {
+    int high = ::fcntl(from, F_DUPFD_CLOEXEC, 100);
+    if (high < 0) {
+      throw Error(kExitSoftware, Cat("cannot pass descriptor ", from, ": ", std::strerror(errno)));
+    }
+    passed.emplace_back(high);
+    posix_spawn_file_actions_adddup2(&actions, high, to);
+  }
   if (!options.cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   }

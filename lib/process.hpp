@@ -27,6 +27,8 @@ struct ProcessOptions {
   std::optional<std::chrono::milliseconds> timeout;
   // Start the child in a new session (setsid): a daemon that outlives us and our terminal.
   bool new_session = false;
+  // Descriptors handed to the child: {descriptor here, number in the child}.
+  std::vector<std::pair<int, int>> pass_fds;
 };
 
 struct ProcessResult {

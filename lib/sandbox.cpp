@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "backend_qemu.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "image.hpp"
@@ -94,7 +95,10 @@ Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
   std::string recorded;
   if (auto text = ReadFileIfExists(Dir() + "/sandbox.json")) {
     try {
-      recorded = Json::parse(*text).value("backend", "");
+      Json rec = Json::parse(*text);
+      recorded = rec.value("backend", "");
+      backend_reason_ = rec.value("backend_reason", "");
+      record_complete_ = rec.value("complete", true);
     } catch (const Json::exception&) {
       Warn(Cat("the record of sandbox '", name_, "' is damaged; ignoring it"));
     }
@@ -111,9 +115,13 @@ Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
     backend_name_ = backend_flag.empty() ? config_.SandboxValue(name_, "backend").get<std::string>()
                                          : backend_flag;
     if (backend_name_ == "auto") {
-      std::string reason;
-      backend_name_ = ChooseBackend(config_, &reason);
-      Debug(Cat("backend auto: ", reason));
+      BackendChoice choice = ChooseBackend(config_);
+      backend_name_ = choice.name;
+      backend_reason_ = Cat("chosen by auto: ", choice.reason);
+      Debug(Cat("backend auto: ", choice.reason));
+    } else {
+      backend_reason_ = backend_flag.empty() ? Cat("set in ", DisplayPath(ConfigPath()))
+                                             : Cat("set with --backend ", backend_flag);
     }
   }
   backend_ = MakeBackend(backend_name_, config_);
@@ -132,6 +140,12 @@ SandboxState Sandbox::State() {
   return state;
 }
 
+std::chrono::seconds Sandbox::DefaultStartTimeout() const {
+  // A VM without hardware acceleration boots in a minute or so, more on a busy host.
+  if (backend_name_ == "qemu" && !DetectAccel().hardware()) return std::chrono::seconds(300);
+  return std::chrono::seconds(30);
+}
+
 Resources Sandbox::DesiredResources() const {
   Resources r;
   r.cpus = static_cast<int>(config_.SandboxValue(name_, "cpus").get<int64_t>());
@@ -140,13 +154,23 @@ Resources Sandbox::DesiredResources() const {
   return r;
 }
 
-void Sandbox::WriteRecord(const std::string& image_id) {
+bool Sandbox::ephemeral() const {
+  Json v = config_.SandboxValue(name_, "ephemeral");
+  return v.is_boolean() && v.get<bool>();
+}
+
+// The record is written before the machine is made ("complete": false) and completed after, so
+// that a creation cut short (ss killed, the host rebooted) is recognised and redone.
+void Sandbox::WriteRecord(const std::string& image_id, bool complete) {
   Json rec = JsonDocument("SandboxRecord");
   rec["name"] = name_;
   rec["backend"] = backend_name_;
+  rec["backend_reason"] = backend_reason_;
   rec["image"] = image_id;
   rec["created"] = FormatRfc3339(NowSeconds());
+  rec["complete"] = complete;
   AtomicWrite(Dir() + "/sandbox.json", DumpJson(rec, 2) + "\n", 0644);
+  record_complete_ = complete;
 }
 
 void Sandbox::Create(Progress& progress) {
@@ -179,14 +203,15 @@ void Sandbox::Create(Progress& progress) {
   in.sync_exclude = config_.List("sync.exclude");
   spec.meta_data = RenderMetaData(in);
   spec.user_data = RenderUserData(in);
+  WriteRecord(image.id, false);
   try {
     backend_->Create(spec, progress);
   } catch (...) {
-    ::unlink((Dir() + "/host_ed25519").c_str());
-    ::unlink((Dir() + "/host_ed25519.pub").c_str());
+    // The backend removed what it made; so does this layer.
+    RemoveTree(Dir());
     throw;
   }
-  WriteRecord(image.id);
+  WriteRecord(image.id, true);
 }
 
 SshEndpoint Sandbox::Endpoint() { return EndpointAt(backend_->Ssh(name_)); }
@@ -223,24 +248,60 @@ GuestFacts Sandbox::Inspect() {
   SshOptions o = Options();
   o.connect_timeout = std::chrono::seconds(5);
   SshConnection conn(Endpoint(), o);
-  ExecResult mem = conn.Exec({"cat", "/proc/meminfo", "/proc/uptime"});
+  // One round trip for memory, uptime and the memory cgroup (a container's limit is its own
+  // cgroup's, which /proc/meminfo does not show): "path:line" for every file that exists.
+  ExecResult mem = conn.Exec(
+      {"grep", "-s", "-H", "", "/proc/meminfo", "/proc/uptime", "/sys/fs/cgroup/memory.max",
+       "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat",
+       "/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+       "/sys/fs/cgroup/memory/memory.stat"});
   int64_t total_kb = -1, available_kb = -1;
+  int64_t limit = -1, usage = -1, inactive_file = 0;
+  auto number = [](std::string_view text) -> int64_t {
+    std::string t(Trim(text));
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) return -1;
+    try {
+      return std::stoll(t);
+    } catch (const std::exception&) {
+      return -1;
+    }
+  };
   for (const auto& line : SplitLines(mem.out)) {
-    auto words = Split(line, ' ');
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string file = line.substr(0, colon);
+    std::string text = line.substr(colon + 1);
     std::vector<std::string> w;
-    for (auto& x : words) {
+    for (auto& x : Split(text, ' ')) {
       if (!x.empty()) w.push_back(x);
     }
-    if (w.size() >= 2 && w[0] == "MemTotal:") total_kb = std::stoll(w[1]);
-    if (w.size() >= 2 && w[0] == "MemAvailable:") available_kb = std::stoll(w[1]);
-    if (w.size() == 2 && w[0].find(':') == std::string::npos &&
-        w[0].find('.') != std::string::npos) {
-      f.uptime_seconds = static_cast<int64_t>(std::stod(w[0]));
+    if (file == "/proc/meminfo" && w.size() >= 2) {
+      if (w[0] == "MemTotal:") total_kb = number(w[1]);
+      if (w[0] == "MemAvailable:") available_kb = number(w[1]);
+    } else if (file == "/proc/uptime" && !w.empty()) {
+      try {
+        f.uptime_seconds = static_cast<int64_t>(std::stod(w[0]));
+      } catch (const std::exception&) {
+      }
+    } else if (file == "/sys/fs/cgroup/memory.max" ||
+               file == "/sys/fs/cgroup/memory/memory.limit_in_bytes") {
+      limit = number(text);
+    } else if (file == "/sys/fs/cgroup/memory.current" ||
+               file == "/sys/fs/cgroup/memory/memory.usage_in_bytes") {
+      usage = number(text);
+    } else if ((file == "/sys/fs/cgroup/memory.stat" && w.size() == 2 && w[0] == "inactive_file") ||
+               (file == "/sys/fs/cgroup/memory/memory.stat" && w.size() == 2 &&
+                w[0] == "total_inactive_file")) {
+      inactive_file = std::max<int64_t>(0, number(w[1]));
     }
   }
   if (total_kb >= 0 && available_kb >= 0) {
     f.memory_total = total_kb * 1024;
     f.memory_used = (total_kb - available_kb) * 1024;
+  }
+  if (limit > 0 && usage >= 0 && (f.memory_total < 0 || limit < f.memory_total)) {
+    f.memory_total = limit;
+    f.memory_used = std::max<int64_t>(0, usage - inactive_file);
   }
   ExecResult df = conn.Exec({"df", "-B1", "--output=size,used", "/"});
   auto lines = SplitLines(df.out);
@@ -250,8 +311,8 @@ GuestFacts Sandbox::Inspect() {
       if (!x.empty()) w.push_back(x);
     }
     if (w.size() == 2) {
-      f.disk_total = std::stoll(w[0]);
-      f.disk_used = std::stoll(w[1]);
+      f.disk_total = number(w[0]);
+      f.disk_used = number(w[1]);
     }
   }
   ExecResult login = conn.Exec({"test", "-s", "/home/sandbox/.claude/.credentials.json"});
@@ -285,8 +346,14 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
     SandboxState state = backend_->State(name_);
     if (state == SandboxState::kStopped || state == SandboxState::kBroken ||
         state == SandboxState::kNotExists) {
+      std::string detail;
+      try {
+        detail = backend_->Status(name_).detail;
+      } catch (const Error&) {
+      }
       throw VmFailedToStart(backend_name_,
-                            Cat("the ", backend_name_, " machine is ", StateName(state)));
+                            Cat("the ", backend_name_, " machine is ", StateName(state),
+                                detail.empty() ? "" : Cat(" (", detail, ")")));
     }
     if (state == SandboxState::kRunning) {
       try {
@@ -326,14 +393,24 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
   FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
                 std::chrono::minutes(30), Cat("sandbox '", name_, "'"));
   SandboxState state = State();
+  if (exists() && !record_complete_) {
+    // An earlier creation was cut short (this lock was free, so nobody is still at it).
+    progress.Step(Cat("finishing the interrupted creation of '", name_, "': starting afresh"));
+    if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
+    RemoveTree(Dir());
+    state = SandboxState::kNotExists;
+  }
   if (state == SandboxState::kBroken && !exists()) {
-    throw Error(
-        kExitCantCreate,
-        Cat("a machine called '", name_, "' exists in ", backend_name_,
-            " but this install has no record of it"),
-        {},
-        {Cat("delete it with ",
-             backend_name_ == "lxd" ? "lxc delete --force " : "your backend's tool: ", name_)});
+    throw Error(kExitCantCreate,
+                Cat("a machine called '", name_, "' exists in ", backend_name_,
+                    " but this install has no record of it"),
+                {},
+                {Cat("delete it with ",
+                     backend_name_ == "lxd"      ? "lxc delete --force "
+                     : backend_name_ == "docker" ? "docker rm --force "
+                     : backend_name_ == "podman" ? "podman rm --force "
+                                                 : "your backend's tool: ",
+                     name_)});
   }
   if (state == SandboxState::kNotExists) {
     progress.Step(Cat("creating sandbox '", name_, "' (", backend_name_, ")"));
@@ -368,6 +445,30 @@ void Sandbox::Delete() {
                 std::chrono::minutes(5), Cat("sandbox '", name_, "'"));
   if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
   RemoveTree(Dir());
+}
+
+std::unique_ptr<SessionLease> Sandbox::BeginSession() {
+  MakeDirs(SandboxesDir(), 0700);
+  return std::make_unique<SessionLease>(
+      *this, FileLock(Cat(SandboxesDir(), "/.", name_, ".sessions"), FileLock::kShared));
+}
+
+SessionLease::SessionLease(Sandbox& sandbox, FileLock lock)
+    : sandbox_(sandbox), lock_(std::move(lock)) {}
+
+SessionLease::~SessionLease() {
+  lock_.reset();
+  if (!sandbox_.ephemeral()) return;
+  try {
+    // The last session out removes the sandbox; any other still open keeps it.
+    auto last = FileLock::TryLock(Cat(StateDir(), "/sandboxes/.", sandbox_.name(), ".sessions"),
+                                  FileLock::kExclusive);
+    if (!last) return;
+    Note(Cat("Removing ephemeral sandbox '", sandbox_.name(), "'..."));
+    sandbox_.Delete();
+  } catch (const Error& e) {
+    Warn(Cat("could not remove ephemeral sandbox '", sandbox_.name(), "': ", e.what()));
+  }
 }
 
 std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {

@@ -16,6 +16,7 @@
 
 #include "backend.hpp"
 #include "config.hpp"
+#include "fs.hpp"
 #include "ssh.hpp"
 
 namespace ss {
@@ -37,6 +38,22 @@ struct GuestFacts {
   std::optional<bool> agent_logged_in;
 };
 
+class Sandbox;
+
+// An open session in a sandbox (ss PROJECT, ss shell, ...). Sessions hold a shared lock; when the
+// last one of an ephemeral sandbox ends, the sandbox is deleted (projects stay on the host).
+class SessionLease {
+ public:
+  SessionLease(Sandbox& sandbox, FileLock lock);
+  ~SessionLease();
+  SessionLease(const SessionLease&) = delete;
+  SessionLease& operator=(const SessionLease&) = delete;
+
+ private:
+  Sandbox& sandbox_;
+  std::optional<FileLock> lock_;
+};
+
 class Sandbox {
  public:
   // `backend_flag` (from --backend) must match the recorded backend of an existing sandbox.
@@ -44,6 +61,10 @@ class Sandbox {
 
   const std::string& name() const { return name_; }
   const std::string& backend_name() const { return backend_name_; }
+  // Why this backend: "set with --backend", or what `auto` found when the sandbox was created
+  // (or would find now, for a sandbox not created yet).
+  const std::string& backend_reason() const { return backend_reason_; }
+  bool ephemeral() const;
   Backend& backend() { return *backend_; }
   bool exists() const;  // created by this install (a record exists)
   // The sandbox user's login shell when this call creates the sandbox (--fish), over
@@ -51,6 +72,9 @@ class Sandbox {
   void set_login_shell(std::string shell) { login_shell_ = std::move(shell); }
 
   SandboxState State();
+  // How long start waits for SSH by default: 30 s, longer for a VM without hardware
+  // acceleration.
+  std::chrono::seconds DefaultStartTimeout() const;
   // Configured resources (sandboxes.<name>.* over vm.*).
   Resources DesiredResources() const;
 
@@ -66,6 +90,8 @@ class Sandbox {
   // Deletes the machine and creates a fresh one from the image. Projects are not touched.
   std::unique_ptr<SshConnection> Reset(Progress& progress, std::chrono::seconds timeout);
   void Delete();
+  // Marks the start of a session; see SessionLease.
+  std::unique_ptr<SessionLease> BeginSession();
 
   // Memory, disk, uptime and login state from inside the running sandbox.
   GuestFacts Inspect();
@@ -80,11 +106,13 @@ class Sandbox {
   void Create(Progress& progress);
   std::unique_ptr<SshConnection> WaitReady(Progress& progress, std::chrono::seconds timeout);
   SshEndpoint EndpointAt(const SshTarget& target);
-  void WriteRecord(const std::string& image_id);
+  void WriteRecord(const std::string& image_id, bool complete);
 
   std::string name_;
   Config config_;
   std::string backend_name_;
+  std::string backend_reason_;
+  bool record_complete_ = true;
   std::unique_ptr<Backend> backend_;
   std::string login_shell_;
 };

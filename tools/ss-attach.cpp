@@ -59,7 +59,8 @@ Options:
   --env NAME            pass the host variable NAME into the session (repeatable); its value
                         never appears in a command line or on the sandbox's disk
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
-  --timeout SECONDS     how long to wait for a stopped sandbox to start (default 30)
+  --timeout SECONDS     how long to wait for a stopped sandbox to start (default 30; 300
+                        for a VM without hardware acceleration)
   -h, --help            show this help
 )";
 
@@ -76,7 +77,7 @@ struct Options {
   bool force_tty = false;
   std::vector<std::string> env;
   std::string sandbox;
-  int timeout = 30;
+  int timeout = 0;  // 0: the sandbox's default
   bool help = false;
 };
 
@@ -149,11 +150,15 @@ class Session {
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
+    // The session counts from here: an ephemeral sandbox being removed by the last session
+    // is waited for, then made afresh.
+    if (!lease_) lease_ = sandbox().BeginSession();
     conn_ = sandbox().TryConnect();
     if (conn_) return *conn_;
     if (sandbox().State() != SandboxState::kRunning) Note("Starting VM...");
     Progress progress(Cat("sandbox ", name_));
-    conn_ = sandbox().EnsureRunning(progress, std::chrono::seconds(o_.timeout));
+    conn_ = sandbox().EnsureRunning(progress, o_.timeout > 0 ? std::chrono::seconds(o_.timeout)
+                                                             : sandbox().DefaultStartTimeout());
     return *conn_;
   }
 
@@ -222,6 +227,7 @@ class Session {
   Config config_;
   std::string name_;
   std::unique_ptr<Sandbox> sandbox_;
+  std::unique_ptr<SessionLease> lease_;  // ends after the connection
   std::unique_ptr<SshConnection> conn_;
 };
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "backend.hpp"
+#include "backend_qemu.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "host_setup.hpp"
@@ -14,6 +15,7 @@
 #include "paths.hpp"
 #include "project.hpp"
 #include "prompt.hpp"
+#include "qemu_supervisor.hpp"
 #include "sandbox.hpp"
 #include "size.hpp"
 #include "strings.hpp"
@@ -37,6 +39,7 @@ Commands:
   reset                 replace it with a fresh one; projects are not touched (--yes)
   delete                remove it; projects are not touched (--yes)
   list                  list this install's sandboxes (--json)
+  backends              what each backend needs here and what auto picks (--json)
   image build           build the base image from Debian packages (--release, --mirror, --force)
   image ls              list built images (--json)
   image rm ID           remove a built image (--yes)
@@ -44,11 +47,11 @@ Commands:
 
 Options:
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
-  --backend NAME        backend for a new sandbox: auto, lxd
+  --backend NAME        backend for a new sandbox: auto, qemu, lxd, docker, podman
   --fish                with start and reset: make fish the sandbox user's shell (default
                         sandboxes.NAME.shell, bash)
-  --timeout SECONDS     how long start waits for SSH (default 30), stop waits before forcing
-                        (default 15)
+  --timeout SECONDS     how long start waits for SSH (default 30; 300 for a VM without
+                        hardware acceleration), stop waits before forcing (default 15)
   --release NAME        Debian release of the image (default bookworm)
   --mirror URL          Debian mirror (default http://deb.debian.org/debian)
   --force               rebuild the image even when it is up to date
@@ -102,8 +105,8 @@ std::string FormatUptime(int64_t seconds) {
   return Cat(seconds, "s");
 }
 
-std::chrono::seconds Timeout(const Options& o, int fallback) {
-  return std::chrono::seconds(o.timeout > 0 ? o.timeout : fallback);
+std::chrono::seconds Timeout(const Options& o, std::chrono::seconds fallback) {
+  return o.timeout > 0 ? std::chrono::seconds(o.timeout) : fallback;
 }
 
 void Say(std::string_view progress_line) { Note(progress_line); }
@@ -114,13 +117,13 @@ int Start(const Options& o, const Config& config) {
   SandboxState before = sandbox.State();
   if (before == SandboxState::kRunning) {
     Progress progress("start");
-    sandbox.EnsureRunning(progress, Timeout(o, 30));
+    sandbox.EnsureRunning(progress, Timeout(o, sandbox.DefaultStartTimeout()));
     std::cout << "Already running.\n";
     return 0;
   }
   Say("Starting VM...");
   Progress progress(Cat("sandbox ", sandbox.name()));
-  sandbox.EnsureRunning(progress, Timeout(o, 30));
+  sandbox.EnsureRunning(progress, Timeout(o, sandbox.DefaultStartTimeout()));
   std::cout << "Started.\n";
   return 0;
 }
@@ -137,7 +140,7 @@ int Stop(const Options& o, const Config& config) {
     return 0;
   }
   Say("Stopping VM...");
-  sandbox.Stop(Timeout(o, 15));
+  sandbox.Stop(Timeout(o, std::chrono::seconds(15)));
   std::cout << "Stopped.\n";
   return 0;
 }
@@ -157,7 +160,9 @@ int Status(const Options& o, const Config& config) {
     }
   }
   Probe probe = sandbox.backend().CheckHost();
-  int64_t uptime = guest && guest->uptime_seconds >= 0 ? guest->uptime_seconds : st.uptime_seconds;
+  std::string backend_detail = st.detail.empty() ? probe.reason : st.detail;
+  // The backend knows when the machine started; a container's /proc/uptime is the host's.
+  int64_t uptime = st.uptime_seconds >= 0 ? st.uptime_seconds : guest ? guest->uptime_seconds : -1;
   int cpus = st.limits.cpus > 0 ? st.limits.cpus : want.cpus;
   int64_t memory = guest && guest->memory_total > 0 ? guest->memory_total
                    : st.limits.memory > 0           ? st.limits.memory
@@ -178,7 +183,9 @@ int Status(const Options& o, const Config& config) {
     Json doc = JsonDocument("SandboxStatus");
     doc["name"] = sandbox.name();
     doc["backend"] = sandbox.backend_name();
-    doc["backend_detail"] = probe.reason;
+    doc["backend_detail"] = backend_detail;
+    doc["backend_reason"] = sandbox.backend_reason();
+    doc["ephemeral"] = sandbox.ephemeral();
     doc["state"] = StateName(state);
     doc["state_detail"] = why_broken.empty() ? Json() : Json(why_broken);
     doc["uptime_seconds"] = state == SandboxState::kRunning && uptime >= 0 ? Json(uptime) : Json();
@@ -219,7 +226,10 @@ int Status(const Options& o, const Config& config) {
             : Cat("unknown (", guest_error, ")");
     std::cout << "Claude:    " << claude << "\n";
   }
-  std::cout << "Backend:   " << sandbox.backend_name() << " (" << probe.reason << ")\n";
+  std::cout << "Backend:   " << sandbox.backend_name() << " (" << backend_detail << ")\n";
+  if (!sandbox.backend_reason().empty()) {
+    std::cout << "           " << sandbox.backend_reason() << "\n";
+  }
   if (!guest_error.empty()) Warn(Cat("could not look inside the sandbox: ", guest_error));
   return 0;
 }
@@ -247,7 +257,7 @@ int Reset(const Options& o, const Config& config) {
   if (o.fish) sandbox.set_login_shell("fish");
   Say("Resetting...");
   Progress progress(Cat("sandbox ", sandbox.name()));
-  sandbox.Reset(progress, Timeout(o, 30));
+  sandbox.Reset(progress, Timeout(o, sandbox.DefaultStartTimeout()));
   std::cout << "Done.\n";
   return 0;
 }
@@ -295,6 +305,55 @@ int List(const Options& o, const Config& config) {
     }
   }
   if (o.json) PrintJson(doc);
+  return 0;
+}
+
+int Backends(const Options& o, const Config& config) {
+  BackendChoice choice;
+  std::optional<Error> none;
+  std::vector<std::pair<std::string, Probe>> probes;
+  for (const auto& name : BackendNames()) {
+    try {
+      probes.emplace_back(name, MakeBackend(name, config)->CheckHost());
+    } catch (const Error& e) {
+      Probe p;
+      p.reason = e.what();
+      probes.emplace_back(name, p);
+    }
+  }
+  size_t next = 0;
+  try {
+    choice =
+        ChooseBackend(BackendNames(), [&](const std::string&) { return probes[next++].second; });
+  } catch (const Error& e) {
+    none = e;
+  }
+  if (o.json) {
+    Json doc = JsonDocument("BackendList");
+    doc["auto"] = choice.name.empty() ? Json() : Json(choice.name);
+    doc["auto_reason"] = none ? Json(none->what()) : Json(choice.reason);
+    doc["items"] = Json::array();
+    for (const auto& [name, p] : probes) {
+      doc["items"].push_back({{"name", name},
+                              {"usable", p.usable},
+                              {"degraded", p.degraded},
+                              {"reason", p.reason},
+                              {"fix", p.fix.empty() ? Json() : Json(p.fix)}});
+    }
+    PrintJson(doc);
+    return 0;
+  }
+  for (const auto& [name, p] : probes) {
+    std::string mark = !p.usable ? "no " : p.degraded ? "slow" : "yes";
+    std::cout << std::left << std::setw(8) << name << std::setw(6) << mark << p.reason;
+    if (!p.fix.empty()) std::cout << " (" << p.fix << ")";
+    std::cout << "\n";
+  }
+  if (none) {
+    std::cout << "auto:   nothing runs here; set a backend up: ss vm setup --backend NAME\n";
+  } else {
+    std::cout << "auto:   " << choice.name << "\n";
+  }
   return 0;
 }
 
@@ -379,13 +438,28 @@ int Image(const Options& o) {
 }
 
 int Setup(const Options& o) {
-  std::string backend = o.backend.empty() || o.backend == "auto" ? "lxd" : o.backend;
-  if (backend != "lxd") {
+  std::string backend = o.backend;
+  if (backend.empty() || backend == "auto") {
+    // What auto prefers when the hardware allows it, else the container backend that isolates
+    // best.
+    backend = DetectAccel().hardware() ? "qemu" : "lxd";
+  }
+  std::vector<std::string> names = BackendNames();
+  if (std::find(names.begin(), names.end(), backend) == names.end()) {
     throw Error(kExitUsage, Cat("ss vm setup does not know backend '", backend, "'"), {},
-                {"use --backend lxd"});
+                {Cat("use --backend ", Join(names, ", --backend "))});
   }
   Progress progress("setup");
-  SetupReport report = o.stop ? TeardownLxd(progress) : SetupLxd(progress);
+  SetupReport report;
+  if (backend == "lxd") {
+    report = o.stop ? TeardownLxd(progress) : SetupLxd(progress);
+  } else if (backend == "docker") {
+    report = o.stop ? TeardownDocker(progress) : SetupDocker(progress);
+  } else if (backend == "podman") {
+    if (!o.stop) report = SetupPodman(progress);
+  } else if (!o.stop) {
+    report = SetupQemu(progress);
+  }
   if (o.json) {
     Json doc = JsonDocument("HostSetup");
     doc["backend"] = backend;
@@ -397,15 +471,27 @@ int Setup(const Options& o) {
     return 0;
   }
   if (report.done.empty()) {
-    std::cout << (o.stop ? "Nothing to stop.\n" : "LXD is ready; nothing to change.\n");
+    if (o.stop) {
+      std::cout << "Nothing to stop.\n";
+    } else {
+      std::cout << (backend == "lxd"      ? "LXD"
+                    : backend == "docker" ? "Docker"
+                    : backend == "podman" ? "Podman"
+                                          : "QEMU")
+                << " is ready; nothing to change.\n";
+    }
   }
   for (const auto& line : report.done) std::cout << line << "\n";
+  if (backend == "qemu" && !o.stop) {
+    std::cout << "QEMU will use " << DetectAccel().reason << "\n";
+  }
   return 0;
 }
 
 int Complete(const Args& words) {
   if (words.size() <= 1) {
-    for (const char* w : {"start", "stop", "status", "reset", "delete", "list", "image", "setup"}) {
+    for (const char* w :
+         {"start", "stop", "status", "reset", "delete", "list", "backends", "image", "setup"}) {
       std::cout << w << "\n";
     }
     return 0;
@@ -452,9 +538,10 @@ int Run(const Options& o) {
   if (cmd == "reset") return Reset(o, config);
   if (cmd == "delete") return Delete(o, config);
   if (cmd == "list" || cmd == "ls") return List(o, config);
+  if (cmd == "backends") return Backends(o, config);
   std::vector<std::string> hints;
-  if (auto guess =
-          Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "image", "setup"})) {
+  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "backends",
+                                 "image", "setup"})) {
     hints.push_back(Cat("did you mean '", *guess, "'?"));
   }
   hints.push_back("see 'ss vm --help'");
@@ -468,6 +555,8 @@ int main(int argc, char** argv) {
   return ss::RunTool("ss-vm", argc, argv, [](const ss::Args& args) {
     if (!args.empty() && args[0] == "--complete")
       return ss::Complete({args.begin() + 1, args.end()});
+    // Internal: the supervisor of a QEMU machine (see qemu_supervisor.hpp).
+    if (args.size() == 2 && args[0] == "--qemu-supervise") return ss::RunQemuSupervisor(args[1]);
     return ss::Run(ss::ParseArgs(args));
   });
 }

@@ -5,8 +5,7 @@ load helpers
 
 setup() {
   ss_setup
-  stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
-  export PATH="$STUBS:$PATH"
+  stub_backends_down
 }
 
 @test "a project that does not exist: the spec's block, exit 66" {

@@ -47,3 +47,13 @@ term_wait() {
   return 1
 }
 term_stop() { [ -z "${TMUX_SOCK:-}" ] || tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true; }
+
+# stub_backends_down: every backend's tool on PATH answers as when it cannot run (LXD's and
+# Docker's daemons not running, podman and QEMU broken), so nothing real is ever started.
+stub_backends_down() {
+  stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
+  stub docker 'echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2; exit 1'
+  stub podman 'echo "Error: stub podman" >&2; exit 125'
+  stub qemu-system-x86_64 'echo "stub qemu" >&2; exit 1'
+  export PATH="$STUBS:$PATH"
+}

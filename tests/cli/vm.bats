@@ -1,14 +1,12 @@
 #!/usr/bin/env bats
 # ss-vm's command line: every message and exit status that needs no running sandbox. The
-# LXD client is a stub on PATH, so these never touch a real daemon.
+# backends' tools are stubs on PATH, so these never touch a real daemon or start a VM.
 
 load helpers
 
 setup() {
   ss_setup
-  # An LXD client whose daemon is not running.
-  stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
-  export PATH="$STUBS:$PATH"
+  stub_backends_down
 }
 
 @test "no command: usage on stderr, exit 64; --help on stdout, exit 0" {
@@ -53,8 +51,11 @@ hint: use build, ls or rm; see 'ss vm --help'"
   run --separate-stderr ss vm start
   assert_equal "$status" 69
   assert_equal "$stderr" "ss-vm: error: no sandbox backend can run on this machine
+  qemu: QEMU does not run (stub qemu) (install it: ss vm setup --backend qemu)
   lxd: the LXD daemon is not running (Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory) (start it: ss vm setup --backend lxd)
-hint: set one up: ss vm setup"
+  docker: the Docker daemon is not running (Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?) (start it: ss vm setup --backend docker)
+  podman: podman does not work (Error: stub podman) (set it up: ss vm setup --backend podman)
+hint: set one up: ss vm setup --backend lxd (or qemu, docker, podman)"
   run --separate-stderr ss vm start --backend lxd
   assert_equal "$status" 69
   assert_equal "$stderr" "ss-vm: error: the LXD daemon is not running (Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory)

@@ -7,7 +7,7 @@ bats_load_library bats-assert
 bats_load_library bats-file
 
 : "${SS_BUILD_DIR:?run through ctest, or set SS_BUILD_DIR to the build directory}"
-export PATH="$SS_BUILD_DIR/bin:$PATH"
+export PATH="$SS_BUILD_DIR/bin:$PATH:$SS_BUILD_DIR/tests"  # tests/: ss-backend-test
 export SS_NO_UPDATE=1
 # Built images are shared by every test and kept between runs: the cache of the user running
 # the tests, whatever HOME a test uses.
@@ -63,4 +63,66 @@ busybox_tar() {
   cp /bin/busybox "$dir/rootfs/bin/busybox"
   ln -sf busybox "$dir/rootfs/bin/sh"
   tar -C "$dir/rootfs" -cf "$1" .
+}
+
+# engine_client: the container engine's client, the one ss uses (the first on PATH).
+engine_client() {
+  command -v "$SS_E2E_BACKEND"
+}
+
+# machine_pids NAME: the host processes that make up the sandbox's machine (none when it is not
+# running): the VM's supervisor, QEMU and virtiofsd; a container's init.
+machine_pids() {
+  local name=$1 dir pid
+  case "$SS_E2E_BACKEND" in
+    qemu)
+      dir="$SS_HOME/.ss/qemu/$name"
+      pgrep -f -- "$dir(/| |\$)" || true
+      ;;
+    docker | podman)
+      pid=$("$(engine_client)" container inspect -f '{{.State.Pid}}' "$name" 2>/dev/null || true)
+      if [ -n "$pid" ] && [ "$pid" != 0 ]; then echo "$pid"; fi
+      ;;
+    lxd)
+      pid=$(lxc query "/1.0/instances/$name/state" 2>/dev/null | jq -r '.pid // 0' || true)
+      if [ -n "$pid" ] && [ "$pid" != 0 ] && [ "$pid" != -1 ]; then echo "$pid"; fi
+      ;;
+  esac
+}
+
+# kill_machine NAME: kills the sandbox's machine with SIGKILL behind ss's back: QEMU itself, or
+# the container's init.
+kill_machine() {
+  local name=$1 pid
+  case "$SS_E2E_BACKEND" in
+    qemu) pid=$(jq -r .qemu.pid "$SS_HOME/.ss/qemu/$name/run.json") ;;
+    *) pid=$(machine_pids "$name" | head -1) ;;
+  esac
+  [ -n "$pid" ] && [ "$pid" != 0 ] && kill -KILL "$pid"
+}
+
+# wait_state NAME STATE [SECONDS]: polls `ss vm status` until the sandbox is in STATE.
+wait_state() {
+  local name=$1 want=$2 limit=${3:-60} i
+  for ((i = 0; i < limit * 5; i++)); do
+    [ "$(ss vm status --sandbox "$name" --json 2>/dev/null | jq -r .state)" = "$want" ] && return 0
+    sleep 0.2
+  done
+  echo "sandbox $name never became $want" >&2
+  return 1
+}
+
+# hold_port PORT: something else takes 127.0.0.1:PORT (prints its pid, which lives until killed).
+# When another program got the port first, that one holds it: the same for the test.
+hold_port() {
+  python3 -c 'import errno, socket, sys, time
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+except OSError as e:
+    if e.errno != errno.EADDRINUSE: raise
+print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" &
+  local pid=$!
+  for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/hold.$1" ] && break; sleep 0.1; done
+  echo "$pid"
 }

@@ -1,15 +1,18 @@
 #!/usr/bin/env bats
 # One sandbox, end to end, on the backend in $SS_E2E_BACKEND: created from the image, reached
 # with a pinned host key, tools present, the projects folder shared both ways with the right
-# owners, git and docker working inside, then stop / start / status / reset / delete.
-# CTest runs this file once per backend this machine can run.
+# owners, git and docker working inside, then stop / start / status / reset / delete, and the
+# faults every backend must survive: its SSH port taken while it was stopped, ss killed while it
+# starts the sandbox, the machine killed behind ss's back; and the backend's snapshot hooks
+# (take while stopped, restore, delete). CTest runs this file once per backend (lxd, docker,
+# podman, qemu); a QEMU sandbox boots four times (create, start, start after restore, reset).
 
 load helpers
 
 setup_file() {
   : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
   e2e_home
-  export SANDBOX="e2e-$SS_E2E_BACKEND-$$"
+  export SANDBOX="${SS_E2E_PREFIX:-e2e}-$SS_E2E_BACKEND-$$"
   ss vm setup --backend "$SS_E2E_BACKEND" --json > "$BATS_FILE_TMPDIR/setup.json"
   ss vm image build >&3 2>&1
 }
@@ -17,6 +20,10 @@ setup_file() {
 teardown_file() {
   e2e_env
   ss vm delete --sandbox "$SANDBOX" --yes || true
+  # A daemon this file's setup started (dockerd), it stops.
+  if jq -e '.started | length > 0' "$BATS_FILE_TMPDIR/setup.json" >/dev/null 2>&1; then
+    ss vm setup --backend "$SS_E2E_BACKEND" --stop >&3 2>&1 || true
+  fi
   e2e_home_remove
 }
 
@@ -118,20 +125,95 @@ setup() {
   assert_line --regexp "^Backend:   $SS_E2E_BACKEND "
 }
 
-@test "stop, then start again, keeps what was installed" {
+@test "stop keeps what was installed" {
   sandbox_ssh "$SANDBOX" 'echo kept > ~/marker'
+  ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port > "$BATS_FILE_TMPDIR/old_port"
   run --separate-stderr ss stop --sandbox "$SANDBOX"
   assert_success
   assert_output "Stopped."
   assert_equal "$stderr" "Stopping VM..."
   run ss vm status --sandbox "$SANDBOX" --json
-  echo "$output" | jq -e '.state == "stopped"'
+  echo "$output" | jq -e '.state == "stopped" and .ssh == null'
   run ss stop --sandbox "$SANDBOX"
   assert_output "Already stopped."
-  run ss vm start --sandbox "$SANDBOX"
+  run machine_pids "$SANDBOX"
+  assert_output ""
+}
+
+@test "a snapshot of the stopped sandbox is taken and listed" {
+  run ss-backend-test "$SS_E2E_BACKEND" take "$SANDBOX" bk1
+  assert_success
+  run --separate-stderr ss-backend-test "$SS_E2E_BACKEND" take "$SANDBOX" bk1
+  assert_failure 73
+  run ss-backend-test "$SS_E2E_BACKEND" list "$SANDBOX"
+  assert_success
+  assert_output "bk1"
+}
+
+@test "start works when its SSH port was taken meanwhile and ss was killed while starting" {
+  old_port=$(cat "$BATS_FILE_TMPDIR/old_port")
+  holder=$(hold_port "$old_port")
+  ss vm start --sandbox "$SANDBOX" > "$BATS_TEST_TMPDIR/start.out" 2>&1 &
+  starter=$!
+  # Killed as soon as the machine is on its way up (or after it finished, on a fast backend).
+  for _ in $(seq 300); do
+    state=$(ss vm status --sandbox "$SANDBOX" --json 2>/dev/null | jq -r .state || true)
+    [ "$state" = starting ] || [ "$state" = running ] && break
+    kill -0 "$starter" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$starter" 2>/dev/null || true
+  wait "$starter" || true
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_success
+  [[ "$output" == "Started." || "$output" == "Already running." ]]
+  new_port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
+  [ "$new_port" != "$old_port" ]
+  kill -0 "$holder"  # the program that took the port is untouched
+  kill "$holder"
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+  sandbox_ssh "$SANDBOX" 'echo later > ~/after'  # not in the snapshot: restoring removes it
+  # One machine, not two.
+  if [ "$SS_E2E_BACKEND" = qemu ]; then
+    run pgrep -c -f -- "$SS_HOME/.ss/qemu/$SANDBOX/disk.qcow2"
+    assert_output 1
+  fi
+}
+
+@test "a machine killed behind ss's back is noticed and leaves nothing running" {
+  kill_machine "$SANDBOX"
+  wait_state "$SANDBOX" stopped 60
+  run ss vm status --sandbox "$SANDBOX" --json
+  assert_success
+  echo "$output" | jq -e '.state == "stopped"'
+  if [ "$SS_E2E_BACKEND" = qemu ]; then
+    echo "$output" | jq -e '.backend_detail | test("stopped unexpectedly: QEMU was killed by signal 9")'
+  fi
+  run machine_pids "$SANDBOX"
+  assert_output ""
+}
+
+@test "restoring the snapshot brings its filesystem back; name, SSH and projects stay" {
+  run --separate-stderr ss-backend-test "$SS_E2E_BACKEND" restore "$SANDBOX" nope
+  assert_failure 66
+  assert_equal "$stderr" "ss-backend-test: error: no snapshot 'nope' of '$SANDBOX'"
+  run ss-backend-test "$SS_E2E_BACKEND" restore "$SANDBOX" bk1
+  assert_success
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
   assert_success
   run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
   assert_output "kept"
+  run sandbox_ssh "$SANDBOX" test -e /home/sandbox/after
+  assert_failure 1
+  run sandbox_ssh "$SANDBOX" 'echo restored > /home/sandbox/projects/shared/restored.txt'
+  assert_success
+  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/restored.txt")" "$(stat -c %u "$SS_HOME/projects")"
+  run ss-backend-test "$SS_E2E_BACKEND" delete "$SANDBOX" bk1
+  assert_success
+  run ss-backend-test "$SS_E2E_BACKEND" list "$SANDBOX"
+  assert_success
+  assert_output ""
 }
 
 @test "reset replaces the sandbox and keeps the projects" {
@@ -147,11 +229,20 @@ setup() {
   assert_output "keep"
 }
 
-@test "delete removes it; the projects stay" {
+@test "delete removes it; the projects stay; nothing is left behind" {
   run ss vm delete --sandbox "$SANDBOX" --yes
   assert_success
   assert_output "Deleted: $SANDBOX"
   run ss vm status --sandbox "$SANDBOX" --json
   echo "$output" | jq -e '.state == "not-exists"'
   assert_file_exists "$SS_HOME/projects/shared/keep.txt"
+  run machine_pids "$SANDBOX"
+  assert_output ""
+  case "$SS_E2E_BACKEND" in
+    qemu) assert_not_exists "$SS_HOME/.ss/qemu/$SANDBOX" ;;
+    docker | podman)
+      run "$(engine_client)" volume inspect "ss-$SANDBOX-docker"
+      assert_failure
+      ;;
+  esac
 }

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +38,21 @@ TEST(Process, EnvAndCwd) {
   o.cwd = "/";
   ProcessResult r = ss::Run({"/bin/sh", "-c", "printf '%s %s' \"$SS_TEST_X\" \"$PWD\""}, o);
   EXPECT_EQ(r.out, "y z /");
+}
+
+TEST(Process, PassesDescriptorsUnderTheirNewNumbers) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  ProcessOptions o;
+  // The write end lands on 3, whatever its number here (even 3 itself).
+  o.pass_fds = {{fds[1], 3}};
+  pid_t pid = Spawn({"/bin/sh", "-c", "echo through-3 >&3"}, "", o);
+  ::close(fds[1]);
+  EXPECT_EQ(WaitPid(pid), 0);
+  char buf[64] = {};
+  ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+  ::close(fds[0]);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "through-3\n");
 }
 
 TEST(Process, Timeout) {

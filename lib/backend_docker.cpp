@@ -1,0 +1,500 @@
+// The Docker and Podman backends: a system container per sandbox, as the LXD one, but through a
+// container engine most users already have.
+//
+// A sandbox is a container named after the sandbox, labelled ss.sandbox=true (ss never touches a
+// container it did not create), made from the base image imported into the engine once, with:
+//   - systemd as PID 1 in its own cgroup namespace, on a private cgroup tmpfs (the host's
+//     /sys/fs/cgroup is never mounted in), and the capabilities systemd and a nested dockerd
+//     need: all but a few that reach the host (not --privileged, which also fails where the
+//     host lacks a capability, e.g. CAP_SYS_RESOURCE);
+//   - /var/lib/docker on a volume of its own, so docker inside gets overlay2 on a real
+//     filesystem;
+//   - the projects folder bind-mounted (no user namespace: host uid 1000 is the sandbox user);
+//   - SSH published on 127.0.0.1 at a port the engine picks when the container starts (nothing
+//     to race for);
+//   - the cloud-init NoCloud seed copied into /var/lib/cloud/seed/nocloud before first boot.
+// This is much weaker isolation than LXD (user namespace) or a VM: root in the sandbox holds
+// CAP_SYS_ADMIN and no seccomp filter. `auto` prefers those.
+#include "backend_docker.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "error.hpp"
+#include "fs.hpp"
+#include "image.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "size.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kMarkLabel = "ss.sandbox";
+constexpr const char* kSpecLabel = "ss.spec";
+
+// Capabilities left out of "ALL": they reach the host (modules, raw I/O, clock, reboot, MAC
+// policy, kernel log), and CAP_SYS_RESOURCE, which an unprivileged host may not have to give.
+const char* const kDroppedCaps[] = {"SYS_RESOURCE", "SYS_MODULE",    "SYS_RAWIO",    "SYS_BOOT",
+                                    "SYS_TIME",     "MAC_ADMIN",     "MAC_OVERRIDE", "SYSLOG",
+                                    "WAKE_ALARM",   "BLOCK_SUSPEND", "AUDIT_CONTROL"};
+
+std::string VolumeName(const std::string& name) { return Cat("ss-", name, "-docker"); }
+
+// A --mount value; a field holding a comma or a quote is quoted as CSV.
+std::string MountField(const std::string& key, const std::string& value) {
+  std::string field = Cat(key, "=", value);
+  if (field.find_first_of(",\"") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (char c : field) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string CpusValue(int cpus) { return std::to_string(cpus); }
+
+bool DaemonDown(std::string_view err) {
+  return err.find("Cannot connect to the Docker daemon") != std::string_view::npos ||
+         err.find("Is the docker daemon running") != std::string_view::npos ||
+         err.find("unable to connect to Podman") != std::string_view::npos ||
+         err.find("Cannot connect to Podman") != std::string_view::npos;
+}
+
+bool NoSuchObject(std::string_view err) {
+  return err.find("No such") != std::string_view::npos ||
+         err.find("no such") != std::string_view::npos;
+}
+
+}  // namespace
+
+ContainerEngine FindEngine(const std::string& name) {
+  ContainerEngine e;
+  e.name = name;
+  e.display = name == "docker" ? "Docker" : "Podman";
+  // The client the user would run: the first on PATH (a newer client negotiates down to an
+  // older daemon).
+  e.client = FindInPath(name).value_or(name);
+  return e;
+}
+
+ContainerRlimits HostRlimits() {
+  ContainerRlimits r;
+  rlimit nofile{}, nproc{};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  ::getrlimit(RLIMIT_NPROC, &nproc);
+  r.nofile = std::min<uint64_t>(nofile.rlim_max, 1048576);
+  uint64_t pid_max = 4194304;
+  if (auto text = ReadFileIfExists("/proc/sys/kernel/pid_max")) {
+    try {
+      pid_max = std::stoull(std::string(Trim(*text)));
+    } catch (const std::exception&) {
+    }
+  }
+  r.nproc = std::min<uint64_t>({static_cast<uint64_t>(nproc.rlim_max), pid_max, 4194304});
+  return r;
+}
+
+std::string ContainerImageRef(const std::string& engine, const std::string& image_id) {
+  return Cat(engine == "podman" ? "localhost/" : "", "ss-sandbox:", image_id);
+}
+
+std::vector<std::string> ContainerCreateArgs(const std::string& engine, const SandboxSpec& spec,
+                                             const std::string& image_ref,
+                                             const ContainerRlimits& rlimits, bool have_fuse) {
+  Json recorded = {{"image", spec.image_id}, {"mounts", Json::array()}};
+  for (const auto& m : spec.mounts) {
+    recorded["mounts"].push_back(
+        {{"name", m.name}, {"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
+  }
+  std::vector<std::string> a{"create",
+                             "--name",
+                             spec.name,
+                             "--hostname",
+                             spec.name,
+                             "--label",
+                             Cat(kMarkLabel, "=true"),
+                             "--label",
+                             Cat(kSpecLabel, "=", DumpJson(recorded)),
+                             "--cap-add",
+                             "ALL"};
+  for (const char* cap : kDroppedCaps) a.insert(a.end(), {"--cap-drop", cap});
+  a.insert(a.end(), {"--security-opt", "seccomp=unconfined"});
+  if (engine == "docker") {
+    a.insert(a.end(),
+             {"--security-opt", "apparmor=unconfined", "--security-opt", "systempaths=unconfined"});
+  } else {
+    // Podman: no cgroup mounts of its own (systemd makes them, writable, in its namespace), the
+    // console and tun devices a nested runc needs, and limits this host can grant.
+    a.insert(a.end(), {"--systemd=false", "--security-opt", "unmask=ALL", "--device-cgroup-rule",
+                       "c 5:1 rwm", "--device-cgroup-rule", "c 10:200 rwm", "--ulimit",
+                       Cat("nofile=", rlimits.nofile, ":", rlimits.nofile), "--ulimit",
+                       Cat("nproc=", rlimits.nproc, ":", rlimits.nproc)});
+  }
+  if (have_fuse) a.insert(a.end(), {"--device", "/dev/fuse"});
+  a.insert(a.end(), {"--cgroupns", "private", "--tmpfs",
+                     "/sys/fs/cgroup:rw,nosuid,nodev,noexec,mode=755", "--tmpfs",
+                     "/run:exec,mode=755", "--tmpfs", "/run/lock", "--tmpfs", "/tmp:exec,mode=1777",
+                     "--stop-signal", "SIGRTMIN+3", "--env", Cat("container=", engine)});
+  for (const auto& m : spec.mounts) {
+    std::string mount =
+        Cat("type=bind,", MountField("source", m.source), ",", MountField("target", m.target));
+    if (m.read_only) mount += ",readonly";
+    a.insert(a.end(), {"--mount", mount});
+  }
+  a.insert(a.end(), {"--mount",
+                     Cat("type=volume,source=", VolumeName(spec.name), ",target=/var/lib/docker")});
+  a.insert(a.end(), {"--publish", "127.0.0.1::22"});
+  if (spec.resources.cpus > 0) a.insert(a.end(), {"--cpus", CpusValue(spec.resources.cpus)});
+  if (spec.resources.memory > 0) {
+    a.insert(a.end(), {"--memory", std::to_string(spec.resources.memory), "--memory-swap",
+                       std::to_string(spec.resources.memory)});
+  }
+  a.insert(a.end(), {image_ref, "/sbin/init"});
+  return a;
+}
+
+int64_t ParseEngineTime(const std::string& text) {
+  if (text.size() < 19 || text.rfind("0001-01-01", 0) == 0) return -1;
+  std::tm tm{};
+  std::string head = text.substr(0, 19);
+  head[10] = 'T';
+  if (!::strptime(head.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return -1;
+  return static_cast<int64_t>(::timegm(&tm));
+}
+
+ContainerBackend::ContainerBackend(const std::string& engine) : engine_(FindEngine(engine)) {}
+
+std::string ContainerBackend::Cli(const std::vector<std::string>& args, std::string_view what,
+                                  std::chrono::seconds timeout,
+                                  const std::optional<std::string>& input) {
+  std::vector<std::string> argv{engine_.client};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions o;
+  o.timeout = timeout;
+  o.input = input;
+  ProcessResult r = Run(argv, o);
+  if (r.ok()) return r.out;
+  std::string err(Trim(r.err.empty() ? r.out : r.err));
+  if (DaemonDown(err)) {
+    throw Error(kExitUnavailable, Cat("the ", engine_.display, " daemon is not running"),
+                {Cat("  ", err)}, {Cat("start it: ss vm setup --backend ", engine_.name)});
+  }
+  if (err.rfind("Error: ", 0) == 0) err = err.substr(7);
+  if (err.rfind("Error response from daemon: ", 0) == 0) err = err.substr(28);
+  if (r.timed_out) err = Cat("no answer from ", engine_.display, " after ", timeout.count(), "s");
+  throw Error(kExitUnavailable, Cat(what, ": ", err));
+}
+
+Probe ContainerBackend::CheckHost() {
+  Probe p;
+  if (!FindInPath(engine_.client)) {
+    p.reason = Cat(engine_.display, " is not installed");
+    p.fix = Cat("install it: ss vm setup --backend ", engine_.name);
+    return p;
+  }
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(10);
+  ProcessResult r = Run({engine_.client, "version", "--format",
+                         engine_.name == "docker" ? "{{.Server.Version}}" : "{{.Version}}"},
+                        o);
+  std::string err(Trim(r.err));
+  if (!r.ok() || Trim(r.out).empty()) {
+    if (engine_.name == "docker") {
+      p.reason = Cat("the Docker daemon is not running (", err.empty() ? "no answer" : err, ")");
+      p.fix = "start it: ss vm setup --backend docker";
+    } else {
+      p.reason = Cat("podman does not work (", err.empty() ? "no answer" : err, ")");
+      p.fix = "set it up: ss vm setup --backend podman";
+    }
+    return p;
+  }
+  p.usable = true;
+  p.reason = Cat(engine_.display, " ", Trim(r.out), " (", engine_.client, ")");
+  return p;
+}
+
+Json ContainerBackend::Inspect(const std::string& name) {
+  std::vector<std::string> argv{engine_.client, "container", "inspect", name};
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(30);
+  ProcessResult r = Run(argv, o);
+  if (!r.ok()) {
+    std::string err(Trim(r.err));
+    if (DaemonDown(err)) Cli({"container", "inspect", name}, "");  // throws the daemon error
+    if (NoSuchObject(err)) return Json();
+    throw Error(kExitUnavailable,
+                Cat(engine_.display, " did not describe container '", name, "': ", err));
+  }
+  Json list = Json::parse(r.out, nullptr, false);
+  if (!list.is_array() || list.empty()) return Json();
+  Json c = list[0];
+  const Json& labels = c["Config"]["Labels"];
+  if (!labels.is_object() || labels.value(kMarkLabel, "") != "true") {
+    throw Error(
+        kExitCantCreate,
+        Cat(engine_.display, " already has a container called '", name, "' that ss did not create"),
+        {}, {"pick another sandbox name with --sandbox, or rename that container"});
+  }
+  return c;
+}
+
+SandboxState ContainerBackend::State(const std::string& name) {
+  Json c = Inspect(name);
+  if (c.is_null()) return SandboxState::kNotExists;
+  std::string status = ToLower(c["State"].value("Status", ""));
+  if (status == "running") return SandboxState::kRunning;
+  if (status == "created" || status == "exited" || status == "stopped" || status == "configured" ||
+      status == "initialized") {
+    return SandboxState::kStopped;
+  }
+  if (status == "restarting" || status == "stopping" || status == "removing") {
+    return SandboxState::kStarting;
+  }
+  return SandboxState::kBroken;  // paused, dead
+}
+
+void ContainerBackend::EnsureImage(const std::string& image_id, const std::string& image_dir,
+                                   Progress& progress) {
+  std::string ref = ContainerImageRef(engine_.name, image_id);
+  auto present = [&] {
+    ProcessOptions o;
+    o.timeout = std::chrono::seconds(30);
+    return Run({engine_.client, "image", "inspect", ref}, o).ok();
+  };
+  if (present()) return;
+  // One import at a time per engine and image; the next one finds it done.
+  MakeDirs(ImagesDir());
+  FileLock lock(Cat(ImagesDir(), "/.", image_id, ".", engine_.name, ".lock"));
+  if (present()) return;
+  progress.Step(Cat("importing image ", image_id, " into ", engine_.display, " (once)"));
+  Cli({"import", "--change", "CMD [\"/sbin/init\"]", "--change",
+       Cat("ENV container=", engine_.name), ContainerTarball(image_dir), ref},
+      Cat("cannot import image ", image_id, " into ", engine_.display), std::chrono::minutes(20));
+}
+
+void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
+  EnsureImage(spec.image_id, spec.image_dir, progress);
+  progress.Step(Cat("creating ", engine_.display, " container '", spec.name, "'"));
+  Cli(ContainerCreateArgs(engine_.name, spec, ContainerImageRef(engine_.name, spec.image_id),
+                          HostRlimits(), PathExists("/dev/fuse")),
+      Cat("cannot create container '", spec.name, "'"), std::chrono::minutes(2));
+  try {
+    // The seed goes in as a tar stream of files only (no directory entries, so no mode of an
+    // existing directory changes); it holds the host key: root, 0600.
+    TempDir tmp;
+    std::string seed = tmp.path() + "/var/lib/cloud/seed/nocloud";
+    MakeDirs(seed, 0755);
+    AtomicWrite(seed + "/user-data", spec.user_data, 0600);
+    AtomicWrite(seed + "/meta-data", spec.meta_data, 0600);
+    std::string tar = RunChecked(
+        {"tar", "--numeric-owner", "--owner=0", "--group=0", "-C", tmp.path(), "-cf", "-",
+         "var/lib/cloud/seed/nocloud/user-data", "var/lib/cloud/seed/nocloud/meta-data"},
+        "cannot pack the seed");
+    Cli({"cp", "-", Cat(spec.name, ":/")}, Cat("cannot provision '", spec.name, "'"),
+        std::chrono::seconds(60), tar);
+    progress.Step(Cat("starting '", spec.name, "'"));
+    Cli({"start", spec.name}, Cat("cannot start '", spec.name, "'"), std::chrono::minutes(2));
+  } catch (...) {
+    // Never leave a half-made sandbox behind.
+    Run({engine_.client, "rm", "--force", spec.name});
+    Run({engine_.client, "volume", "rm", "--force", VolumeName(spec.name)});
+    throw;
+  }
+}
+
+void ContainerBackend::Update(const std::string& name, const Resources& r) {
+  std::vector<std::string> args{"update"};
+  if (r.cpus > 0) args.insert(args.end(), {"--cpus", CpusValue(r.cpus)});
+  if (r.memory > 0) {
+    args.insert(args.end(),
+                {"--memory", std::to_string(r.memory), "--memory-swap", std::to_string(r.memory)});
+  }
+  if (args.size() == 1) return;
+  args.push_back(name);
+  Cli(args, Cat("cannot set the resources of '", name, "'"));
+}
+
+void ContainerBackend::Start(const std::string& name, const Resources& resources) {
+  // Docker keeps limits set on a stopped container; Podman changes only a running one's cgroup.
+  if (engine_.name == "docker") Update(name, resources);
+  try {
+    Cli({"start", name}, Cat("cannot start '", name, "'"), std::chrono::minutes(2));
+  } catch (const Error& e) {
+    // Podman keeps the host port it picked when the container was made; if something took it
+    // while the sandbox was stopped, the container is made again (same filesystem, same volume)
+    // with a new port.
+    if (std::string(e.what()).find("address already in use") == std::string::npos) throw;
+    Debug(Cat(engine_.name, ": the SSH port of '", name, "' is taken; recreating it"));
+    std::string keep = Cat(KeepRepo(name), ":", std::time(nullptr));
+    Cli({"commit", name, keep}, Cat("cannot keep the filesystem of '", name, "'"),
+        std::chrono::minutes(10));
+    Recreate(name, keep);
+    Cli({"start", name}, Cat("cannot start '", name, "'"), std::chrono::minutes(2));
+  }
+  if (engine_.name != "docker") Update(name, resources);
+}
+
+void ContainerBackend::Stop(const std::string& name, std::chrono::seconds timeout) {
+  // systemd halts on SIGRTMIN+3 (the container's stop signal); the engine kills after timeout.
+  Cli({"stop", "--time", std::to_string(timeout.count()), name}, Cat("cannot stop '", name, "'"),
+      timeout + std::chrono::seconds(60));
+}
+
+void ContainerBackend::Delete(const std::string& name) {
+  if (!Inspect(name).is_null()) {
+    Cli({"rm", "--force", name}, Cat("cannot delete '", name, "'"), std::chrono::minutes(2));
+  }
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(60);
+  Run({engine_.client, "volume", "rm", "--force", VolumeName(name)}, o);
+  // Images made for this sandbox (a recreated filesystem, snapshots) go with it.
+  for (const auto& repo : {KeepRepo(name), SnapshotRepo(name)}) {
+    ProcessResult images =
+        Run({engine_.client, "images", "--format", "{{.Repository}}:{{.Tag}}", repo}, o);
+    for (const auto& ref : SplitLines(images.out)) {
+      if (!Trim(ref).empty()) Run({engine_.client, "rmi", "--force", std::string(Trim(ref))}, o);
+    }
+  }
+}
+
+SandboxStatus ContainerBackend::Status(const std::string& name) {
+  SandboxStatus s;
+  Json c = Inspect(name);
+  if (c.is_null()) return s;
+  s.state = State(name);
+  const Json& host = c["HostConfig"];
+  int64_t nano = host.value("NanoCpus", int64_t{0});
+  if (nano > 0) s.limits.cpus = static_cast<int>((nano + 999999999) / 1000000000);
+  s.limits.memory = host.value("Memory", int64_t{0});
+  s.detail = Cat(engine_.display, " container; the disk size is not enforced");
+  if (s.state != SandboxState::kRunning) return s;
+  int64_t started = ParseEngineTime(c["State"].value("StartedAt", ""));
+  if (started > 0) s.uptime_seconds = std::max<int64_t>(0, std::time(nullptr) - started);
+  s.address = c["NetworkSettings"].value("IPAddress", "");
+  return s;
+}
+
+SshTarget ContainerBackend::Ssh(const std::string& name) {
+  Json c = Inspect(name);
+  if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  const Json& ports = c["NetworkSettings"]["Ports"];
+  if (ports.is_object() && ports.contains("22/tcp") && ports["22/tcp"].is_array()) {
+    for (const auto& binding : ports["22/tcp"]) {
+      std::string port = binding.value("HostPort", "");
+      if (!port.empty()) {
+        SshTarget t;
+        t.host = binding.value("HostIp", "127.0.0.1");
+        if (t.host.empty() || t.host == "0.0.0.0") t.host = "127.0.0.1";
+        t.port = std::stoi(port);
+        return t;
+      }
+    }
+  }
+  throw Error(kExitUnavailable, Cat("sandbox '", name, "' publishes no SSH port (is it running?)"),
+              {}, {Cat("start it: ss vm start --sandbox ", name)});
+}
+
+// Snapshots are images committed from the container (its filesystem; /var/lib/docker lives on
+// a volume and is not part of them). Restoring recreates the container from one.
+std::string ContainerBackend::SnapshotRepo(const std::string& name) const {
+  return Cat(engine_.name == "podman" ? "localhost/" : "", "ss-snapshot-", name);
+}
+
+std::string ContainerBackend::KeepRepo(const std::string& name) const {
+  return Cat(engine_.name == "podman" ? "localhost/" : "", "ss-keep-", name);
+}
+
+void ContainerBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
+  if (Inspect(name).is_null())
+    throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  for (const auto& s : Snapshots(name)) {
+    if (s.name == snapshot) {
+      throw Error(kExitCantCreate, Cat("'", name, "' already has a snapshot '", snapshot, "'"));
+    }
+  }
+  Cli({"commit", name, Cat(SnapshotRepo(name), ":", snapshot)}, Cat("cannot snapshot '", name, "'"),
+      std::chrono::minutes(10));
+}
+
+void ContainerBackend::Recreate(const std::string& name, const std::string& image_ref) {
+  Json c = Inspect(name);
+  if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  Json recorded = Json::parse(c["Config"]["Labels"].value(kSpecLabel, "{}"), nullptr, false);
+  SandboxSpec spec;
+  spec.name = name;
+  spec.image_id = recorded.value("image", "");
+  for (const auto& m : recorded.value("mounts", Json::array())) {
+    spec.mounts.push_back({m.value("name", ""), m.value("source", ""), m.value("target", ""),
+                           m.value("read_only", false)});
+  }
+  const Json& host = c["HostConfig"];
+  spec.resources.cpus = static_cast<int>(host.value("NanoCpus", int64_t{0}) / 1000000000);
+  spec.resources.memory = host.value("Memory", int64_t{0});
+  std::string old_image = c["Config"].value("Image", "");
+  Cli({"rm", "--force", name}, Cat("cannot replace '", name, "'"), std::chrono::minutes(2));
+  Cli(ContainerCreateArgs(engine_.name, spec, image_ref, HostRlimits(), PathExists("/dev/fuse")),
+      Cat("cannot recreate '", name, "'"), std::chrono::minutes(2));
+  // An image kept for the previous incarnation is not needed any more.
+  if (old_image.rfind(KeepRepo(name) + ":", 0) == 0 && old_image != image_ref) {
+    Run({engine_.client, "rmi", old_image});
+  }
+}
+
+void ContainerBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
+  Json c = Inspect(name);
+  if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  RequireSnapshot(*this, name, snapshot);
+  std::string ref = Cat(SnapshotRepo(name), ":", snapshot);
+  bool running = ToLower(c["State"].value("Status", "")) == "running";
+  Recreate(name, ref);
+  if (running) Cli({"start", name}, Cat("cannot start '", name, "'"), std::chrono::minutes(2));
+}
+
+void ContainerBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
+  RequireSnapshot(*this, name, snapshot);
+  std::string ref = Cat(SnapshotRepo(name), ":", snapshot);
+  // A container restored from this snapshot runs on its image: the image stays, under the name
+  // of the sandbox's kept filesystem (removed with the sandbox), and only the snapshot's name
+  // goes (untagging; never a forced removal, which Podman applies to the container too).
+  auto id = [](std::string text) {
+    text = std::string(Trim(text));
+    return text.rfind("sha256:", 0) == 0 ? text.substr(7) : text;
+  };
+  Json c = Inspect(name);
+  std::string snapshot_id = id(Cli({"image", "inspect", "--format", "{{.Id}}", ref},
+                                   Cat("cannot read snapshot '", snapshot, "'")));
+  if (!c.is_null() && !snapshot_id.empty() && id(c.value("Image", "")) == snapshot_id) {
+    Cli({"tag", ref, Cat(KeepRepo(name), ":", std::time(nullptr))},
+        Cat("cannot delete snapshot '", snapshot, "'"));
+  }
+  Cli({"rmi", ref}, Cat("cannot delete snapshot '", snapshot, "'"));
+}
+
+std::vector<Snapshot> ContainerBackend::Snapshots(const std::string& name) {
+  std::vector<Snapshot> out;
+  std::string text = Cli({"images", "--format", "{{.Tag}}\t{{.CreatedAt}}", SnapshotRepo(name)},
+                         Cat("cannot list the snapshots of '", name, "'"));
+  for (const auto& line : SplitLines(text)) {
+    auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    Snapshot s;
+    s.name = line.substr(0, tab);
+    int64_t t = ParseEngineTime(line.substr(tab + 1));
+    s.created =
+        std::chrono::system_clock::time_point(std::chrono::seconds(std::max<int64_t>(t, 0)));
+    out.push_back(s);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Snapshot& a, const Snapshot& b) { return a.created < b.created; });
+  return out;
+}
+
+}  // namespace ss

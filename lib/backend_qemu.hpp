@@ -1,0 +1,87 @@
+// The QEMU backend: a real virtual machine per sandbox, driven directly (see backend_qemu.cpp
+// for what a machine is made of and qemu_supervisor.hpp for how it is kept).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "json_out.hpp"
+
+namespace ss {
+
+// How QEMU can run guests on this host, and why.
+struct Accel {
+  std::string kind;    // "kvm", "hvf" or "tcg"
+  std::string reason;  // "KVM (hardware virtualization)", "TCG: the CPU exposes no VMX/SVM"
+  bool hardware() const { return kind != "tcg"; }
+};
+
+// KVM only when hardware virtualization actually works: /dev/kvm usable, the CPU exposing VMX or
+// SVM, and not a PVM-only /dev/kvm (kvm_pvm runs only guests built for PVM, which a stock kernel
+// is not). `root` prefixes /proc, /sys and /dev (tests point it at a fake tree).
+Accel DetectAccel(const std::string& root = "");
+
+// A shared folder as the guest sees it: a virtiofs or 9p tag mounted at `target`.
+struct QemuShare {
+  std::string tag;
+  std::string source;
+  std::string target;
+  bool read_only = false;
+  std::string vfs_socket;  // virtiofsd's socket (virtiofs); empty: 9p
+};
+
+// Everything one boot of a machine needs.
+struct QemuLaunch {
+  std::string qemu = "qemu-system-x86_64";
+  Accel accel;
+  int cpus = 2;
+  int64_t memory_mib = 2048;
+  std::string kernel, initrd, append;
+  std::string disk;  // qcow2 overlay
+  std::string seed;  // NoCloud ISO
+  int ssh_port = 0;  // 0: any free port (read back from QEMU)
+  std::vector<QemuShare> shares;
+  bool root = true;  // 9p keeps owners (passthrough) only when QEMU runs as root
+  std::string qmp_socket;
+  std::string console_log;
+  std::string name;
+};
+
+// The qemu-system command line for `l` (an argv, never a shell line).
+std::vector<std::string> QemuArgv(const QemuLaunch& l);
+// Escapes a value for QEMU's option syntax (a comma is doubled).
+std::string QemuOptionValue(const std::string& value);
+// The SSH port of the first host forward in the output of HMP "info usernet", or 0.
+int ParseUsernetSshPort(const std::string& info_usernet);
+
+class QemuBackend : public Backend {
+ public:
+  // Machines live under `state_dir`/qemu/<name>/.
+  explicit QemuBackend(std::string state_dir);
+
+  std::string Name() const override { return "qemu"; }
+  Probe CheckHost() override;
+  SandboxState State(const std::string& name) override;
+  void Create(const SandboxSpec& spec, Progress& progress) override;
+  void Start(const std::string& name, const Resources& resources) override;
+  void Stop(const std::string& name, std::chrono::seconds timeout) override;
+  void Delete(const std::string& name) override;
+  SandboxStatus Status(const std::string& name) override;
+  SshTarget Ssh(const std::string& name) override;
+  void TakeSnapshot(const std::string& name, const std::string& snapshot) override;
+  void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
+  void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
+  std::vector<Snapshot> Snapshots(const std::string& name) override;
+
+  std::string MachineDir(const std::string& name) const;
+
+ private:
+  void RequireStopped(const std::string& name, std::string_view what);
+  void ApplyResources(const std::string& name, const Resources& resources);
+  void StopMachine(const std::string& name, std::chrono::seconds timeout);
+  std::string state_dir_;
+};
+
+}  // namespace ss
