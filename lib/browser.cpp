@@ -491,7 +491,8 @@ std::string StatusSummary(const BrowserReport& r, const std::optional<AgentVersi
             ChromeDebugScriptDisplay(), ")");
   }
   if (agent && UsesRelay(*agent)) {
-    s += Cat("; Claude Code ", agent->text, " in the sandbox uses Anthropic's relay");
+    s += Cat("; Claude Code ", agent->text,
+             " in the sandbox reaches Claude in Chrome through Anthropic's relay");
   }
   return s;
 }
