@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Installs ss on Debian 12 or Ubuntu 24.04: the packages it needs, a build, and the install.
 #
-#   ./install.sh [--prefix DIR] [--deps-only] [--no-deps] [--build-dir DIR]
+#   ./install.sh [--prefix DIR] [--deps-only] [--no-deps] [--no-setup] [--build-dir DIR]
 #
-# Idempotent: re-running upgrades in place. Works as root or as a user who can sudo.
+# After installing, prepares this machine for sandboxes unless --no-setup: `ss vm setup` (the
+# backend's packages and daemons) and `ss vm image build` (a few minutes the first time). Idempotent: re-running upgrades in place. Works as root or as
+# a user who can sudo.
 set -euo pipefail
 
 prefix=/usr/local
 deps=1
 build=1
+setup=1
 build_dir=""
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 usage() {
-  sed -n '2,7s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 while [ $# -gt 0 ]; do
@@ -22,6 +25,7 @@ while [ $# -gt 0 ]; do
     --prefix=*) prefix=${1#*=}; shift ;;
     --deps-only) build=0; shift ;;
     --no-deps) deps=0; shift ;;
+    --no-setup) setup=0; shift ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "install.sh: unknown option '$1'" >&2; usage >&2; exit 64 ;;
@@ -87,3 +91,12 @@ case ":$PATH:" in
   *) say "add $prefix/bin to your PATH" ;;
 esac
 say "installed $("$prefix/bin/ss" --version)"
+
+if [ "$setup" = 1 ]; then
+  # As the user's ss would: their HOME (and SS_HOME), so projects and the image cache are theirs.
+  ss_as_root() { as_root env "HOME=$HOME" ${SS_HOME:+"SS_HOME=$SS_HOME"} "$prefix/bin/ss" "$@"; }
+  say "preparing this machine for sandboxes (ss vm setup)"
+  ss_as_root vm setup
+  say "building the sandbox image from Debian packages (ss vm image build; cached)"
+  ss_as_root vm image build
+fi

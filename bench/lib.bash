@@ -18,6 +18,12 @@ export PATH="$SS_BUILD_DIR/bin:$PATH"
 # hyperfine_medians OUT.json CMD... : runs the commands (no shell) and prints their medians (ms).
 hyperfine_json() {
   local out=$1; shift
-  hyperfine -N --style none --warmup "${WARMUP:-10}" --runs "${RUNS:-200}" --export-json "$out" "$@" >/dev/null
+  hyperfine -N --style none --warmup "${WARMUP:-5}" --runs "${RUNS:-200}" --export-json "$out" "$@" >/dev/null
 }
 median_ms() { jq ".results[$2].median * 1000" "$1"; }
+
+# percentile JSON INDEX P: the P-th percentile (0-100) of a hyperfine result's run times, in ms.
+percentile_ms() {
+  jq --argjson i "$2" --argjson p "$3" \
+    '.results[$i].times | sort | .[((length - 1) * $p / 100 | floor)] * 1000' "$1"
+}

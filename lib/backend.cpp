@@ -1,5 +1,7 @@
 #include "backend.hpp"
 
+#include <map>
+
 #include "backend_lxd.hpp"
 #include "config.hpp"
 #include "error.hpp"
@@ -25,7 +27,20 @@ std::string StateName(SandboxState state) {
 
 std::vector<std::string> BackendNames() { return {"lxd"}; }
 
+namespace {
+std::map<std::string, std::function<std::unique_ptr<Backend>(const Config&)>>& Registry() {
+  static std::map<std::string, std::function<std::unique_ptr<Backend>(const Config&)>> r;
+  return r;
+}
+}  // namespace
+
+void RegisterBackend(const std::string& kind,
+                     std::function<std::unique_ptr<Backend>(const Config&)> factory) {
+  Registry()[kind] = std::move(factory);
+}
+
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config) {
+  if (auto it = Registry().find(kind); it != Registry().end()) return it->second(config);
   if (kind == "lxd") return std::make_unique<LxdBackend>(config.String("lxd.remote"));
   std::vector<std::string> names = BackendNames();
   throw Error(kExitUsage, Cat("unknown or unavailable backend '", kind, "'"), {},

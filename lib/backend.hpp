@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,8 +99,11 @@ class Backend {
   virtual std::vector<Snapshot> Snapshots(const std::string& name) = 0;
 };
 
-// The backend called `kind` ("lxd", "fake", ...). Throws ss::Error(64) for an unknown kind.
+// The backend called `kind` ("lxd", ...). Throws ss::Error(64) for an unknown kind.
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config);
+// Makes `kind` known to MakeBackend (tests register the in-memory fake this way).
+void RegisterBackend(const std::string& kind,
+                     std::function<std::unique_ptr<Backend>(const Config&)> factory);
 // The backends this build knows, in `auto` preference order.
 std::vector<std::string> BackendNames();
 // What `auto` picks on this machine: the first usable backend in preference order, with the

@@ -1,5 +1,6 @@
 #include "host_setup.hpp"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -190,6 +191,12 @@ void StartLxdDaemons(SetupReport& report) {
     return;
   }
   if (FindInPath("lxcfs") && Run({"pgrep", "-x", "lxcfs"}).status != 0) {
+    // A FUSE mount whose lxcfs died answers "Transport endpoint is not connected": unmount it.
+    struct stat st {};
+    if (::stat("/var/lib/lxcfs", &st) != 0 && errno == ENOTCONN) {
+      Run({"umount", "-l", "/var/lib/lxcfs"});
+      report.done.push_back("removed the stale lxcfs mount");
+    }
     MakeDirs("/var/lib/lxcfs");
     StartDaemon("lxcfs", {"lxcfs", "/var/lib/lxcfs"}, "/var/log/lxd/lxcfs.log", report);
   }

@@ -26,7 +26,7 @@ namespace ss {
 namespace {
 
 // Bump when the build steps change in a way the lists and files below do not show.
-constexpr int kRecipeVersion = 2;
+constexpr int kRecipeVersion = 3;
 constexpr int64_t kMinFreeBytes = 6LL * 1024 * 1024 * 1024;
 
 // The minimal system debootstrap lays down; apt in the new system does the rest (debootstrap
@@ -402,6 +402,8 @@ class Builder {
       }
     }
     if (d) ::closedir(d);
+    // The login message is the spec's box (provisioning writes /etc/motd), not uname.
+    ::unlink((root_ + "/etc/update-motd.d/10-uname").c_str());
     AtomicWrite(root_ + "/etc/machine-id", "", 0444);
     ::unlink((root_ + "/var/lib/dbus/machine-id").c_str());
   }
@@ -534,6 +536,13 @@ std::optional<ImageInfo> FindImage(const std::string& id) {
 
 ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
   std::string id = ImageIdFor(options);
+  if (!options.force) {
+    // Using a built image needs no lock and no write access to the cache.
+    if (auto existing = FindImage(id)) {
+      progress.Done(Cat("image ", id, " is up to date"));
+      return *existing;
+    }
+  }
   MakeDirs(ImagesDir());
   FileLock lock(Cat(ImagesDir(), "/.", id, ".lock"));
   if (!options.force) {

@@ -13,7 +13,7 @@
 #include "image.hpp"
 #include "output.hpp"
 #include "paths.hpp"
-#include "resources.hpp"
+#include "provision.hpp"
 #include "ssh_keys.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
@@ -24,13 +24,6 @@ namespace {
 const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
 
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
-
-std::string Indent(const std::string& text, const std::string& prefix) {
-  std::string out;
-  for (const auto& line : SplitLines(text)) out += Cat(prefix, line, "\n");
-  if (!out.empty()) out.pop_back();
-  return out;
-}
 
 // The owner of the projects folder on the host: who the sandbox user's files belong to there.
 uid_t ProjectsUid() {
@@ -174,17 +167,15 @@ void Sandbox::Create(Progress& progress) {
   spec.resources = DesiredResources();
   spec.host_uid = ProjectsUid();
   spec.mounts.push_back({"projects", ProjectsDir(), "/home/sandbox/projects", false});
-  spec.meta_data =
-      RenderTemplate(RequireResource("cloud-init/meta-data"),
-                     {{"instance_id", Cat(name_, "-", NowSeconds().time_since_epoch().count())},
-                      {"hostname", name_}});
-  spec.user_data = RenderTemplate(RequireResource("cloud-init/user-data"),
-                                  {{"hostname", name_},
-                                   {"client_public_key", ReadPublicKey(client_key)},
-                                   {"host_private_key", Indent(host.private_key, "    ")},
-                                   {"host_public_key", host.public_key},
-                                   {"cdp_port", std::to_string(config_.Int("browser.cdp_port"))},
-                                   {"extra", ""}});
+  ProvisionInput in;
+  in.hostname = name_;
+  in.instance_id = Cat(name_, "-", NowSeconds().time_since_epoch().count());
+  in.client_public_key = ReadPublicKey(client_key);
+  in.host_private_key = host.private_key;
+  in.host_public_key = host.public_key;
+  in.cdp_port = static_cast<int>(config_.Int("browser.cdp_port"));
+  spec.meta_data = RenderMetaData(in);
+  spec.user_data = RenderUserData(in);
   try {
     backend_->Create(spec, progress);
   } catch (...) {
@@ -195,8 +186,9 @@ void Sandbox::Create(Progress& progress) {
   WriteRecord(image.id);
 }
 
-SshEndpoint Sandbox::Endpoint() {
-  SshTarget target = backend_->Ssh(name_);
+SshEndpoint Sandbox::Endpoint() { return EndpointAt(backend_->Ssh(name_)); }
+
+SshEndpoint Sandbox::EndpointAt(const SshTarget& target) {
   SshEndpoint e;
   e.host = target.host;
   e.port = target.port;
@@ -266,7 +258,24 @@ GuestFacts Sandbox::Inspect() {
   return f;
 }
 
-void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
+std::unique_ptr<SshConnection> Sandbox::TryConnect() {
+  auto text = ReadFileIfExists(Dir() + "/ssh.json");
+  if (!text || !exists()) return nullptr;
+  try {
+    Json j = Json::parse(*text);
+    SshTarget target{j.at("host").get<std::string>(), j.at("port").get<int>()};
+    SshOptions o = Options();
+    o.connect_timeout = std::chrono::seconds(2);
+    return std::make_unique<SshConnection>(EndpointAt(target), o);
+  } catch (const std::exception& e) {
+    // Stopped, or the address changed: the slow path asks the backend.
+    Debug(Cat("sandbox ", name_, ": no quick connection (", e.what(), ")"));
+    return nullptr;
+  }
+}
+
+std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
+                                                  std::chrono::seconds timeout) {
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + timeout;
   std::string last_error;
@@ -282,9 +291,15 @@ void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
       try {
         SshOptions o = Options();
         o.connect_timeout = std::chrono::seconds(3);
-        SshConnection conn(Endpoint(), o);
-        ExecResult r = conn.Exec({"test", "-e", "/var/lib/ss/provisioned"});
-        if (r.status == 0) return;
+        SshTarget target = backend_->Ssh(name_);
+        auto conn = std::make_unique<SshConnection>(EndpointAt(target), o);
+        ExecResult r = conn->Exec({"test", "-e", "/var/lib/ss/provisioned"});
+        if (r.status == 0) {
+          // Where it answered, for the quick path of the next command.
+          AtomicWrite(Dir() + "/ssh.json",
+                      DumpJson(Json{{"host", target.host}, {"port", target.port}}) + "\n", 0644);
+          return conn;
+        }
         last_error = "provisioning has not finished";
         if (!announced) {
           progress.Step("provisioning (cloud-init)");
@@ -304,7 +319,8 @@ void Sandbox::WaitReady(Progress& progress, std::chrono::seconds timeout) {
   }
 }
 
-void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
+std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
+                                                      std::chrono::seconds timeout) {
   MakeDirs(SandboxesDir(), 0700);
   FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
                 std::chrono::minutes(30), Cat("sandbox '", name_, "'"));
@@ -327,8 +343,7 @@ void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
       throw VmFailedToStart(backend_name_, e.what());
     }
     // First boot provisions: give it longer.
-    WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
-    return;
+    return WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
   }
   if (state == SandboxState::kStopped) {
     try {
@@ -337,7 +352,7 @@ void Sandbox::EnsureRunning(Progress& progress, std::chrono::seconds timeout) {
       throw VmFailedToStart(backend_name_, e.what());
     }
   }
-  WaitReady(progress, timeout);
+  return WaitReady(progress, timeout);
 }
 
 void Sandbox::Stop(std::chrono::seconds timeout) {
@@ -354,7 +369,7 @@ void Sandbox::Delete() {
   RemoveTree(Dir());
 }
 
-void Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
+std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
   {
     MakeDirs(SandboxesDir(), 0700);
     FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
@@ -365,7 +380,7 @@ void Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
     }
     RemoveTree(Dir());
   }
-  EnsureRunning(progress, timeout);
+  return EnsureRunning(progress, timeout);
 }
 
 }  // namespace ss

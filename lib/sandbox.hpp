@@ -53,12 +53,16 @@ class Sandbox {
   Resources DesiredResources() const;
 
   // Creates the sandbox when missing, starts it when stopped, and waits until SSH answers and
-  // provisioning has finished. `timeout` applies to an existing sandbox; a first creation gets
-  // longer. Throws the spec's "VM failed to start" / "Could not connect to VM" errors.
-  void EnsureRunning(Progress& progress, std::chrono::seconds timeout);
+  // provisioning has finished; returns that connection. `timeout` applies to an existing
+  // sandbox; a first creation gets longer. Throws the spec's "VM failed to start" / "Could not
+  // connect to VM" errors.
+  std::unique_ptr<SshConnection> EnsureRunning(Progress& progress, std::chrono::seconds timeout);
+  // The quick path of every command: a connection to where the running sandbox last answered,
+  // asking the backend nothing. nullptr when that fails (stopped, moved); then EnsureRunning.
+  std::unique_ptr<SshConnection> TryConnect();
   void Stop(std::chrono::seconds timeout);
   // Deletes the machine and creates a fresh one from the image. Projects are not touched.
-  void Reset(Progress& progress, std::chrono::seconds timeout);
+  std::unique_ptr<SshConnection> Reset(Progress& progress, std::chrono::seconds timeout);
   void Delete();
 
   // Memory, disk, uptime and login state from inside the running sandbox.
@@ -72,7 +76,8 @@ class Sandbox {
 
  private:
   void Create(Progress& progress);
-  void WaitReady(Progress& progress, std::chrono::seconds timeout);
+  std::unique_ptr<SshConnection> WaitReady(Progress& progress, std::chrono::seconds timeout);
+  SshEndpoint EndpointAt(const SshTarget& target);
   void WriteRecord(const std::string& image_id);
 
   std::string name_;

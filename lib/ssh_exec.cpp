@@ -75,7 +75,7 @@ ExecResult SshConnection::Exec(const std::vector<std::string>& argv, const ExecO
   });
   mux_->RunUntil([&] { return state->result.has_value(); });
   if (!state->error.empty()) {
-    if (mux_->lost()) throw Error(kExitRemote, mux_->lost_message());
+    if (mux_->lost()) throw Error(kExitRemote, mux_->lost_message()).AsPlain();
     throw Error(kExitRemote, Cat("cannot run '", argv[0], "' in ", Subject()),
                 {Cat("  ", state->error)});
   }
@@ -170,7 +170,7 @@ int SshConnection::ExecStream(const std::vector<std::string>& argv, const Stream
                 Cat("interrupted: SIG", SignalName(state->interrupted), " twice"));
   }
   if (!state->error.empty()) {
-    if (mux_->lost()) throw Error(kExitRemote, state->error);
+    if (mux_->lost()) throw Error(kExitRemote, state->error).AsPlain();
     throw Error(kExitRemote, Cat("cannot run '", argv[0], "' in ", Subject()),
                 {Cat("  ", state->error)});
   }

@@ -269,7 +269,7 @@ ForwardInfo SshConnection::ForwardRemote(const std::string& bind_host, int port,
       bound.port = p;
       return ForwardInfo{remote->id, bound};
     }
-    if (mux_->lost()) throw Error(kExitRemote, mux_->lost_message());
+    if (mux_->lost()) throw Error(kExitRemote, mux_->lost_message()).AsPlain();
     if (ssh_get_error_code(s) != SSH_REQUEST_DENIED) {
       throw Error(kExitRemote, Cat("cannot ask ", Subject(), " to listen on ", bind_host, ":", p),
                   {Cat("  ", ssh_get_error(s))});

@@ -107,7 +107,7 @@ int SshConnection::RunInteractive(const InteractiveOptions& options) {
                 Cat("session with ", Subject(), " ended by SIG", SignalName(state->interrupted)));
   }
   if (!state->end.error.empty()) {
-    if (state->end.lost) throw Error(kExitRemote, mux_->lost_message());
+    if (state->end.lost) throw Error(kExitRemote, mux_->lost_message()).AsPlain();
     throw Error(kExitRemote, Cat("cannot start a session in ", Subject()),
                 {Cat("  ", state->end.error)});
   }

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <libssh/server.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -178,7 +180,7 @@ void Mux::RunUntil(const std::function<bool()>& done) {
   if (io_.stopped()) io_.restart();
   Wake();
   while (!done()) {
-    if (lost_) throw Error(kExitRemote, options_.lost_message);
+    if (lost_) throw Error(kExitRemote, options_.lost_message).AsPlain();
     io_.run_one();
   }
 }
@@ -521,6 +523,11 @@ void Mux::InstallCallbacks(Channel& c) {
 
 void Mux::ArmWaits() {
   if (lost_) return;
+  // Acknowledge what comes next at once: until a session starts, sshd's end of the connection
+  // has Nagle on, so each of its small replies would wait for our delayed ACK (20-40 ms).
+  // Linux drops quick-ACK mode as the exchange goes on, so it is asked for before every wait.
+  int one = 1;
+  ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
   if (!read_waiting_) {
     read_waiting_ = true;
     socket_.async_wait(asio::posix::stream_descriptor::wait_read,

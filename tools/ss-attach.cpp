@@ -13,6 +13,7 @@
 #include "paths.hpp"
 #include "project.hpp"
 #include "sandbox.hpp"
+#include "session_share.hpp"
 #include "shell_quote.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
@@ -138,22 +139,22 @@ Options ParseArgs(const Args& args) {
 class Session {
  public:
   explicit Session(const Options& o)
-      : o_(o), config_(Config::Load()), sandbox_(ResolveSandboxName(o.sandbox), config_) {}
+      : o_(o), config_(Config::Load()), name_(ResolveSandboxName(o.sandbox)) {}
 
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
-    SandboxState state = sandbox_.State();
-    if (state != SandboxState::kRunning) Note("Starting VM...");
-    Progress progress(Cat("sandbox ", sandbox_.name()));
-    sandbox_.EnsureRunning(progress, std::chrono::seconds(o_.timeout));
-    conn_ = std::make_unique<SshConnection>(sandbox_.Endpoint(), sandbox_.Options());
+    conn_ = sandbox().TryConnect();
+    if (conn_) return *conn_;
+    if (sandbox().State() != SandboxState::kRunning) Note("Starting VM...");
+    Progress progress(Cat("sandbox ", name_));
+    conn_ = sandbox().EnsureRunning(progress, std::chrono::seconds(o_.timeout));
     return *conn_;
   }
 
   EnvList Secrets() {
     std::vector<std::string> names;
-    for (const auto& item : config_.SandboxValue(sandbox_.name(), "secrets"))
+    for (const auto& item : config_.SandboxValue(name_, "secrets"))
       names.push_back(item.get<std::string>());
     names.insert(names.end(), o_.env.begin(), o_.env.end());
     EnvList out;
@@ -185,12 +186,16 @@ class Session {
     return conn.RunInteractive(io);
   }
 
+  // A command without a terminal: over the sandbox's shared connection when there is one (see
+  // session_share.hpp), else over a connection of its own, leaving a shared one for next time.
   int Stream(const std::vector<std::string>& argv, const std::string& cwd) {
     if (o_.force_tty) return Interactive(argv, cwd);
     StreamOptions so;
     so.cwd = cwd;
     so.secret_env = Secrets();
+    if (auto status = RunShared(name_, {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
+    StartShareMaster(ExecutableDir() + "/ss-attach", name_);
     return conn.ExecStream(argv, so);
   }
 
@@ -199,13 +204,19 @@ class Session {
     return r.status == 0;
   }
 
-  Sandbox& sandbox() { return sandbox_; }
+  // The sandbox and its backend are looked at only when needed: bad input is reported first,
+  // and a command the shared connection serves never asks the backend anything.
+  Sandbox& sandbox() {
+    if (!sandbox_) sandbox_ = std::make_unique<Sandbox>(name_, config_);
+    return *sandbox_;
+  }
   Config& config() { return config_; }
 
  private:
   const Options& o_;
   Config config_;
-  Sandbox sandbox_;
+  std::string name_;
+  std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<SshConnection> conn_;
 };
 
@@ -231,12 +242,17 @@ std::unique_ptr<BrowserBridge> StartBrowser(SshConnection& conn, const Config& c
 }
 
 // The project must exist on the host (the spec's not-found block otherwise); opening it counts
-// as an access.
+// as an access (recorded at most once a minute: a script running commands in a loop does not
+// rewrite the metadata each time).
 void RequireProject(const std::string& name) {
   ProjectStore store;
   ValidateProjectName(name);
-  if (!store.Exists(name)) throw store.NotFoundError(name);
-  store.Touch(name);
+  auto project = store.Find(name);
+  if (!project) throw store.NotFoundError(name);
+  if (project->state != MetadataState::kOk ||
+      NowSeconds() - project->metadata.last_accessed > std::chrono::minutes(1)) {
+    store.Touch(name);
+  }
 }
 
 int OpenProject(const Options& o) {
@@ -252,13 +268,14 @@ int OpenProject(const Options& o) {
     auto browser = StartBrowser(s.Connect(), s.config());
     return s.Interactive({}, ProjectDir(name));
   }
+  std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
   s.Connect();
   Note("Connecting...");
   auto browser = StartBrowser(s.Connect(), s.config());
   std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
   if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
   Note(Cat("\n", Box(banner, 55, 2)));
-  return s.Interactive(s.AgentArgv(), ProjectDir(name));
+  return s.Interactive(agent, ProjectDir(name));
 }
 
 // [PROJECT] as the first word of a verb, when it names a project.
@@ -413,8 +430,14 @@ int Complete(const Args& words) {
 int main(int argc, char** argv) {
   // Sessions are what users type all day: messages say "ss", not the binary's name.
   return ss::RunTool("ss", argc, argv, [](const ss::Args& args) {
-    if (!args.empty() && args[0] == "--complete")
+    if (!args.empty() && args[0] == "--complete") {
       return ss::Complete({args.begin() + 1, args.end()});
+    }
+    // The background holder of a sandbox's shared connection (see session_share.hpp).
+    if (args.size() == 2 && args[0] == "--share-master") {
+      ss::Sandbox sandbox(args[1], ss::Config::Load());
+      return ss::ServeShared(sandbox);
+    }
     return ss::Run(ss::ParseArgs(args));
   });
 }

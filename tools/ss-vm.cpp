@@ -221,7 +221,7 @@ int Status(const Options& o, const Config& config) {
 }
 
 int Reset(const Options& o, const Config& config) {
-  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  std::string name = ResolveSandboxName(o.sandbox);
   std::string question =
       Cat("This will:\n"
           "  • Stop the VM\n"
@@ -239,6 +239,7 @@ int Reset(const Options& o, const Config& config) {
       return 0;
     }
   }
+  Sandbox sandbox(name, config, o.backend);
   Say("Resetting...");
   Progress progress(Cat("sandbox ", sandbox.name()));
   sandbox.Reset(progress, Timeout(o, 30));

@@ -97,7 +97,7 @@ wait_over() {
   sshd_kill_sessions
   wait_over
   assert_equal "$status_code" 255
-  pane | grep -qF "ss-ssh-test: error: connection to sandbox 'test' lost"
+  pane | grep -qF "ss-ssh-test: connection to sandbox 'test' lost"
   assert_equal "$(cat "$OUT/after")" "$(cat "$OUT/before")"
 }
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# ss-vm's command line: every message and exit status that needs no running sandbox. The
+# LXD client is a stub on PATH, so these never touch a real daemon.
+
+load helpers
+
+setup() {
+  ss_setup
+  # An LXD client whose daemon is not running.
+  stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
+  export PATH="$STUBS:$PATH"
+}
+
+@test "no command: usage on stderr, exit 64; --help on stdout, exit 0" {
+  run --separate-stderr ss vm
+  assert_equal "$status" 64
+  assert_equal "$output" ""
+  [[ "${stderr_lines[0]}" == "usage: ss vm COMMAND [OPTIONS]" ]]
+  run --separate-stderr ss vm --help
+  assert_success
+  assert_line --index 0 "usage: ss vm COMMAND [OPTIONS]"
+  assert_equal "$stderr" ""
+}
+
+@test "an unknown command: exit 64 with did-you-mean" {
+  run --separate-stderr ss vm stauts
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: unknown command 'stauts'
+hint: did you mean 'status'?
+hint: see 'ss vm --help'"
+  run --separate-stderr ss vm start extra
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: unexpected argument 'extra'
+hint: see 'ss vm --help'"
+  run --separate-stderr ss vm image frob
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: unknown image command 'frob'
+hint: use build, ls or rm; see 'ss vm --help'"
+}
+
+@test "invalid sandbox names and timeouts" {
+  run --separate-stderr ss vm start --sandbox Bad_Name
+  assert_equal "$status" 65
+  assert_equal "$stderr" "ss-vm: error: invalid sandbox name 'Bad_Name': use lowercase letters, numbers and hyphens, starting with a letter"
+  run --separate-stderr env SS_SANDBOX=-x ss vm status
+  assert_equal "$status" 65
+  run --separate-stderr ss vm start --timeout 0
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: --timeout must be a positive number of seconds, not 0"
+}
+
+@test "a daemon that is not running: exit 69 with the command that starts it" {
+  run --separate-stderr ss vm start
+  assert_equal "$status" 69
+  assert_equal "$stderr" "ss-vm: error: no sandbox backend can run on this machine
+  lxd: the LXD daemon is not running (Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory) (start it: ss vm setup --backend lxd)
+hint: set one up: ss vm setup"
+  run --separate-stderr ss vm start --backend lxd
+  assert_equal "$status" 69
+  assert_equal "$stderr" "ss-vm: error: the LXD daemon is not running (Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory)
+hint: start it: ss vm setup --backend lxd"
+  run --separate-stderr ss status --backend lxd
+  assert_equal "$status" 69
+}
+
+@test "reset asks first; without a terminal and without --yes it refuses" {
+  run --separate-stderr ss reset </dev/null
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: confirmation needed, but there is no terminal to ask on
+hint: pass --yes to confirm from a script"
+}
+
+@test "reset on a terminal shows the spec's text, and anything but y keeps the sandbox" {
+  run script -qec "printf 'n\n' | true; ss reset" /dev/null <<< "n"
+  [[ "$output" == *"This will:"*"• Stop the VM"*"• Reset to fresh state"*"• Require re-login to Claude Code, gh, vercel"*"Projects in ~/super-sandbox/projects/ are NOT affected."*"Continue? [y/N]: "*"Cancelled."* ]]
+}
+
+@test "delete and image rm refuse without a terminal; unknown images are exit 66" {
+  run --separate-stderr ss vm image rm nope
+  assert_equal "$status" 66
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: no image 'nope'"
+  run --separate-stderr ss vm delete --sandbox never-made
+  assert_equal "$status" 69
+}
+
+@test "setup names only what it knows" {
+  run --separate-stderr ss vm setup --backend vmware
+  assert_equal "$status" 64
+}
+
+@test "list with no sandboxes is empty; --json is a document" {
+  run ss vm list
+  assert_success
+  assert_output ""
+  run ss vm list --json
+  echo "$output" | jq -e '.kind == "SandboxList" and .version == 1 and .items == []'
+}

@@ -1,0 +1,237 @@
+#!/usr/bin/env bats
+# ss PROJECT, ss exec, ss claude-run and friends against a real LXD sandbox: argv exact for any
+# bytes, exit statuses, the terminal (through tmux), secrets, the pinned host key, ssh-config.
+
+load helpers
+
+setup_file() {
+  e2e_home
+  export SANDBOX="e2e-attach-$$"
+  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
+  ss vm setup --backend lxd >/dev/null
+  ss vm image build >/dev/null 2>&1
+  ss config set sandboxes.$SANDBOX.backend lxd >/dev/null
+  ss new proj >/dev/null
+  # What the agent would be: a program that prints its argv, NUL-terminated.
+  as_owner sh -c 'printf "%s\n" "#!/bin/sh" "for a in \"\$@\"; do printf \"%s\\\\0\" \"\$a\"; done" > "$1" && chmod 755 "$1"' \
+    sh "$SS_HOME/projects/proj/printargs"
+  SS_SANDBOX="$SANDBOX" ss vm start >/dev/null 2>&1
+}
+
+teardown_file() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  pkill -f -- "--share-master $SANDBOX" || true
+  tmux -S "$E2E_ROOT/tmux.sock" kill-server 2>/dev/null || true
+  ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
+  e2e_home_remove
+}
+
+setup() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  export SS_SANDBOX="$SANDBOX"
+  TMUX_SOCK="$E2E_ROOT/tmux.sock"
+}
+
+teardown() {
+  tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true
+}
+
+# tmux_run CMD: a terminal of 100x30 running CMD (a bash -c script).
+tmux_run() {
+  tmux -S "$TMUX_SOCK" new-session -d -s t -x 100 -y 30 "bash -c $(printf %q "$1")"
+}
+screen() { tmux -S "$TMUX_SOCK" capture-pane -p -t t; }
+# wait_screen REGEX [SECONDS]
+wait_screen() {
+  local i
+  for ((i = 0; i < ${2:-20} * 10; i++)); do
+    screen | grep -qE -- "$1" && return 0
+    sleep 0.1
+  done
+  echo "screen never showed /$1/:" >&2
+  screen >&2
+  return 1
+}
+keys() { tmux -S "$TMUX_SOCK" send-keys -t t "$@"; }
+
+@test "ss PROJECT -- CMD: stdout, stderr and exit status kept apart and passed through" {
+  run --separate-stderr ss proj -- sh -c 'echo out; echo err >&2; exit 7'
+  assert_equal "$status" 7
+  assert_equal "$output" "out"
+  assert_equal "$stderr" "err"
+  run ss proj -- pwd
+  assert_output "/home/sandbox/projects/proj"
+  run bash -c 'printf "line1\nline2\n" | ss proj -- wc -l'
+  assert_output "2"
+  run bash -c 'ss proj -- seq 1 100000 | tail -1'
+  assert_output "100000"
+}
+
+@test "exit statuses 0..255 round-trip" {
+  for n in $(seq 0 255); do
+    run -"$n" ss proj -- sh -c "exit $n"
+    [ "$status" -eq "$n" ] || { echo "sent $n, got $status"; false; }
+  done
+}
+
+@test "1,000 random argv lists through ss exec, byte for byte" {
+  run python3 "$BATS_TEST_DIRNAME/argv_fuzz.py" 1000 4242 \
+    ss exec proj -- /home/sandbox/projects/proj/printargs ::
+  assert_success
+  assert_output "1000 argv lists exact"
+}
+
+@test "1,000 random prompts through ss claude-run, byte for byte" {
+  ss config set agent.command /home/sandbox/projects/proj/printargs >/dev/null
+  # claude-run takes one prompt: each random argv list is sent as prompts one by one.
+  run python3 - "$BATS_TEST_DIRNAME/argv_fuzz.py" <<'EOF'
+import random, subprocess, sys
+sys.path.insert(0, __import__("os").path.dirname(sys.argv[1]))
+import argv_fuzz
+rng = random.Random(777)
+for i in range(1000):
+    prompt = argv_fuzz.word(rng) + b"\n" + argv_fuzz.word(rng)
+    out = subprocess.run([b"ss", b"claude-run", b"proj", prompt], stdout=subprocess.PIPE)
+    if out.returncode != 0 or out.stdout.split(b"\0")[:-1] != [b"-p", prompt]:
+        print(f"case {i}: {prompt!r} -> {out.stdout!r} ({out.returncode})")
+        sys.exit(1)
+print("1000 prompts exact")
+EOF
+  ss config set agent.command 'claude --dangerously-skip-permissions' >/dev/null
+  assert_success
+  assert_output "1000 prompts exact"
+}
+
+@test "the agent starts in the project with the spec's banner" {
+  ss config set agent.command 'bash --norc -i' >/dev/null
+  tmux_run "ss proj; echo rc=\$?; sleep 60"
+  wait_screen 'Super-Sandbox · proj'
+  wait_screen 'First time\? Run: /login'
+  keys 'pwd' Enter
+  wait_screen '^/home/sandbox/projects/proj$'
+  keys 'exit 3' Enter
+  wait_screen '^rc=3$'
+  ss config set agent.command 'claude --dangerously-skip-permissions' >/dev/null
+  run ss config get agent.command
+  assert_output 'claude --dangerously-skip-permissions'
+}
+
+@test "-t: a shell in the project; resize, Ctrl-C, and the terminal restored" {
+  tmux_run "stty -g > '$E2E_ROOT/before'; ss proj -t; echo rc=\$? > '$E2E_ROOT/rc'; stty -g > '$E2E_ROOT/after'; sleep 60"
+  wait_screen 'sandbox@.*:~/projects/proj\$'
+  keys 'stty size' Enter
+  wait_screen '^30 100$'
+  tmux -S "$TMUX_SOCK" resize-window -t t -x 80 -y 24
+  keys 'clear; stty size' Enter
+  wait_screen '^24 80$'
+  keys 'sleep 100; echo slept' Enter
+  sleep 1
+  keys C-c
+  keys 'echo after-$((40+2))' Enter
+  wait_screen '^after-42$'
+  screen | grep -q '^slept$' && { echo "sleep was not interrupted"; false; }
+  keys 'exit 5' Enter
+  for _ in $(seq 50); do [ -s "$E2E_ROOT/after" ] && break; sleep 0.1; done
+  assert_equal "$(cat "$E2E_ROOT/rc")" "rc=5"
+  assert_equal "$(cat "$E2E_ROOT/after")" "$(cat "$E2E_ROOT/before")"
+}
+
+@test "the sandbox going away mid-session: exit 255, the words, a sane terminal" {
+  rm -f "$E2E_ROOT/after" "$E2E_ROOT/rc" "$E2E_ROOT/err"
+  tmux_run "stty -g > '$E2E_ROOT/before'; ss proj -t 2> '$E2E_ROOT/err'; echo rc=\$? > '$E2E_ROOT/rc'; stty -g > '$E2E_ROOT/after'; sleep 60"
+  wait_screen 'sandbox@.*:~/projects/proj\$'
+  lxc stop --force "$SANDBOX"
+  for _ in $(seq 300); do [ -s "$E2E_ROOT/after" ] && break; sleep 0.1; done
+  assert_equal "$(cat "$E2E_ROOT/rc")" "rc=255"
+  assert_equal "$(tail -1 "$E2E_ROOT/err")" "ss: connection to sandbox '$SANDBOX' lost"
+  assert_equal "$(cat "$E2E_ROOT/after")" "$(cat "$E2E_ROOT/before")"
+  # The next command starts it again (the spec's auto-start).
+  run --separate-stderr ss proj -- echo back
+  assert_success
+  assert_output "back"
+  [[ "$stderr" == "Starting VM..."* ]]
+}
+
+@test "secrets reach the session and appear in no argv and on no disk" {
+  export SS_E2E_SECRET="s3cr3t-$RANDOM-value"
+  ss proj --env SS_E2E_SECRET -- sh -c 'echo "$SS_E2E_SECRET" > /dev/shm/seen; sleep 4' &
+  pid=$!
+  sleep 2
+  ! ps auxww | grep -F -- "$SS_E2E_SECRET" | grep -v grep
+  run ss exec -- ps auxww
+  assert_success
+  refute_output --partial "$SS_E2E_SECRET"
+  wait "$pid"
+  run ss exec -- cat /dev/shm/seen
+  assert_output "$SS_E2E_SECRET"
+  # The value goes to grep on its stdin: a search for it on grep's command line would itself
+  # be logged by sudo.
+  run bash -c 'printf "%s\n" "$SS_E2E_SECRET" | ss exec -- sudo grep -rlsF -f - /home /root /etc /var /tmp'
+  assert_output ""
+  # From config: secrets: [NAME]; a missing variable is a warning, not a failure.
+  ss config set secrets SS_E2E_SECRET,SS_E2E_MISSING >/dev/null
+  run --separate-stderr ss proj -- sh -c 'printf "%s|%s" "$SS_E2E_SECRET" "${SS_E2E_MISSING-unset}"'
+  assert_success
+  assert_output "$SS_E2E_SECRET|unset"
+  assert_equal "$stderr" "ss: warning: \$SS_E2E_MISSING is not set on the host; the session starts without it"
+  ss config set secrets '' >/dev/null
+}
+
+@test "a host key that does not match the pinned one is refused: exit 77, never connected" {
+  pkill -f -- "--share-master $SANDBOX" || true
+  dir="$SS_HOME/.ss/sandboxes/$SANDBOX"
+  cp "$dir/host_ed25519.pub" "$BATS_TEST_TMPDIR/real.pub"
+  ssh-keygen -q -t ed25519 -N '' -f "$BATS_TEST_TMPDIR/other" -C other
+  cp "$BATS_TEST_TMPDIR/other.pub" "$dir/host_ed25519.pub"
+  run --separate-stderr ss proj -- echo connected
+  cp "$BATS_TEST_TMPDIR/real.pub" "$dir/host_ed25519.pub"
+  assert_equal "$status" 77
+  assert_equal "$output" ""
+  [[ "${stderr_lines[0]}" == "ss: error: the host key of sandbox '$SANDBOX' has changed: not connecting" ]]
+  run ss proj -- echo connected
+  assert_output "connected"
+}
+
+@test "ssh-config: plain ssh, scp and rsync work with the pinned key" {
+  ss ssh-config > "$E2E_ROOT/ssh_config"
+  run grep -E '^(Host ss-|  StrictHostKeyChecking yes|  PasswordAuthentication no)' "$E2E_ROOT/ssh_config"
+  assert_equal "${#lines[@]}" 3
+  run ssh -F "$E2E_ROOT/ssh_config" -o BatchMode=yes "ss-$SANDBOX" echo via-openssh
+  assert_output "via-openssh"
+  echo payload > "$E2E_ROOT/file.txt"
+  run scp -q -F "$E2E_ROOT/ssh_config" "$E2E_ROOT/file.txt" "ss-$SANDBOX:/tmp/file.txt"
+  assert_success
+  run rsync -a -e "ssh -F $E2E_ROOT/ssh_config" "ss-$SANDBOX:/tmp/file.txt" "$E2E_ROOT/back.txt"
+  assert_success
+  assert_equal "$(cat "$E2E_ROOT/back.txt")" "payload"
+}
+
+@test "shell, root, docker and logs" {
+  tmux_run "ss shell"
+  wait_screen 'sandbox@.*:~\$'
+  keys 'id -un' Enter
+  wait_screen '^sandbox$'
+  tmux -S "$TMUX_SOCK" kill-server
+  tmux_run "ss root"
+  wait_screen 'root@.*#'
+  run ss docker info --format '{{.ServerVersion}}'
+  assert_success
+  assert_output --regexp '^[0-9]+\.'
+  run ss docker run --rm --name ss-e2e-no-such-image-please 'no-such-image:x' true
+  assert_failure
+  run ss logs
+  assert_success
+}
+
+@test "usage and not-found errors" {
+  run --separate-stderr ss nope-project
+  assert_equal "$status" 66
+  assert_equal "${stderr_lines[0]}" "Error: Project 'nope-project' not found"
+  run --separate-stderr ss exec proj
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: usage: ss exec [PROJECT] -- CMD [ARGS...]"
+  run --separate-stderr ss claude-run
+  assert_equal "$status" 64
+}

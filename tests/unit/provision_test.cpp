@@ -1,0 +1,61 @@
+#include "provision.hpp"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+namespace ss {
+namespace {
+
+ProvisionInput Input() {
+  ProvisionInput in;
+  in.hostname = "box";
+  in.instance_id = "box-1";
+  in.client_public_key = "ssh-ed25519 AAAAclient ss";
+  in.host_private_key =
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n";
+  in.host_public_key = "ssh-ed25519 AAAAhost ss-box";
+  in.cdp_port = 9333;
+  return in;
+}
+
+TEST(Provision, UserDataIsCloudConfigWithTheKeys) {
+  std::string text = RenderUserData(Input());
+  ASSERT_EQ(text.rfind("#cloud-config\n", 0), 0u);
+  YAML::Node doc = YAML::Load(text);
+  EXPECT_EQ(doc["hostname"].as<std::string>(), "box");
+  EXPECT_EQ(doc["ssh_authorized_keys"][0].as<std::string>(), "ssh-ed25519 AAAAclient ss");
+  EXPECT_EQ(doc["ssh_keys"]["ed25519_private"].as<std::string>(), Input().host_private_key);
+  EXPECT_EQ(doc["ssh_keys"]["ed25519_public"].as<std::string>(), "ssh-ed25519 AAAAhost ss-box");
+  bool mcp = false, marker = false;
+  for (const auto& cmd : doc["runcmd"]) {
+    std::string last = cmd[cmd.size() - 1].as<std::string>();
+    mcp = mcp || last == "http://127.0.0.1:9333";
+    marker = marker || last == "/var/lib/ss/provisioned";
+  }
+  EXPECT_TRUE(mcp);
+  EXPECT_TRUE(marker);
+}
+
+TEST(Provision, TheMotdIsTheSpecsBoxWithItsMargin) {
+  YAML::Node doc = YAML::Load(RenderUserData(Input()));
+  std::string motd;
+  for (const auto& f : doc["write_files"]) {
+    if (f["path"].as<std::string>() == "/etc/motd") motd = f["content"].as<std::string>();
+  }
+  EXPECT_NE(motd.find("\n  ╭───"), std::string::npos) << motd;
+  EXPECT_NE(motd.find("  │   Super-Sandbox"), std::string::npos);
+  EXPECT_NE(motd.find("  │   Your projects are in ~/projects"), std::string::npos);
+}
+
+TEST(Provision, ExtraSectionsAndMetaData) {
+  ProvisionInput in = Input();
+  in.extra = "bootcmd:\n  - [mkdir, -p, /x]\n";
+  YAML::Node doc = YAML::Load(RenderUserData(in));
+  EXPECT_EQ(doc["bootcmd"][0][2].as<std::string>(), "/x");
+  YAML::Node meta = YAML::Load(RenderMetaData(in));
+  EXPECT_EQ(meta["instance-id"].as<std::string>(), "box-1");
+  EXPECT_EQ(meta["local-hostname"].as<std::string>(), "box");
+}
+
+}  // namespace
+}  // namespace ss
