@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -64,6 +66,27 @@ bool Listening(const std::string& path) {
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path, path.c_str(), path.size());
   bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 || errno == EAGAIN;
+  ::close(fd);
+  return live;
+}
+
+// Whether something accepts TCP connections on 127.0.0.1:port: a refused port answers in
+// microseconds, so a session with no debugging Chrome never loads the HTTP library.
+bool TcpListening(int port, std::chrono::milliseconds timeout) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return true;  // let the HTTP request say what is wrong
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (!live && errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof err;
+    live = ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
+           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+  }
   ::close(fd);
   return live;
 }
@@ -211,6 +234,10 @@ std::vector<SocketAddress> HostSocketTargets() {
 CdpInfo DetectCdp(int port, std::chrono::milliseconds timeout) {
   CdpInfo info;
   info.port = port;
+  if (!TcpListening(port, std::min(timeout, std::chrono::milliseconds(500)))) {
+    info.error = Cat("nothing listens on 127.0.0.1:", port);
+    return info;
+  }
   HttpRequest request;
   request.url = Cat("http://127.0.0.1:", port, "/json/version");
   request.timeout = timeout;
