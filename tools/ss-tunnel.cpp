@@ -123,7 +123,14 @@ int Check(const Options& o) {
   if (!o.forwards.empty() || o.browser || !o.dest.empty() || o.no_shell) {
     throw Error(kExitUsage, "--check takes no forwards and no destination");
   }
-  BrowserReport report = CheckBrowserHost(static_cast<int>(Config::Load().Int("browser.cdp_port")));
+  int port = static_cast<int>(Config::Load().Int("browser.cdp_port"));
+  BrowserReport report = CheckBrowserHost(port);
+  // The messages tell the user to run start-chrome-debug.sh: it is there.
+  try {
+    WriteChromeDebugScript(port);
+  } catch (const Error& e) {
+    report.warnings.push_back(e.what());
+  }
   if (o.json) {
     PrintJson(BrowserReportJson(report));
   } else {
