@@ -28,8 +28,9 @@
 //   O  helper: a client connected as id (ids are never reused)
 //   D  either: bytes for id                                      F  either: end of input for id
 //   C  either: id failed, drop it (no reply)
-//   A  either: `length` bytes of id were delivered (no payload): each side may have at most
-//      kWindow unacknowledged bytes in flight per connection.
+//   A  either: `length` bytes of id were delivered (no payload), sent once a quarter of the
+//      window has been delivered (not per frame: small exchanges carry no acknowledgements);
+//      each side may have at most kWindow unacknowledged bytes in flight per connection.
 // A side forgets an id once both directions have ended (or on C); frames for unknown ids are
 // ignored.
 #include "remote_socket.hpp"
@@ -62,7 +63,8 @@ using ssh_detail::Ready;
 namespace {
 
 constexpr size_t kHeader = 9;
-constexpr uint32_t kWindow = 256 * 1024;  // as WINDOW in the helper
+constexpr uint32_t kWindow = 256 * 1024;     // as WINDOW in the helper
+constexpr uint32_t kAckEvery = kWindow / 4;  // as ACK_EVERY in the helper
 constexpr size_t kChunk = 64 * 1024;
 constexpr size_t kOutHigh = 1 << 20;  // stop reading targets while this much waits for the channel
 constexpr size_t kErrCap = 4096;
@@ -177,6 +179,7 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
     bool read_waiting = false;
     bool paused = false;
     uint32_t inflight = 0;  // sent to the helper, not acknowledged
+    uint32_t unacked = 0;   // delivered to the target, not yet acknowledged to the helper
     explicit Conn(asio::io_context& io) : sock(io) {}
   };
 
@@ -332,7 +335,11 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
     }
     if (done > 0) {
       c->to_target.erase(0, done);
-      Send('A', c->id, {}, static_cast<uint32_t>(done));
+      c->unacked += static_cast<uint32_t>(done);
+      if (c->unacked >= kAckEvery) {
+        Send('A', c->id, {}, c->unacked);
+        c->unacked = 0;
+      }
     }
     if (!c->to_target.empty()) {
       c->write_waiting = true;

@@ -23,6 +23,7 @@ import time
 HDR = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE, ACK, READY, ERROR = b"ODFCARE"
 WINDOW = 256 * 1024  # bytes a side may send on one connection before the other acknowledges
+ACK_EVERY = WINDOW // 4  # acknowledge delivered bytes in batches of this much
 CHUNK = 64 * 1024
 OUT_HIGH = 1 << 20  # stop reading clients while this much waits for stdout
 R, W = selectors.EVENT_READ, selectors.EVENT_WRITE
@@ -50,13 +51,14 @@ class Fatal(Exception):
 
 
 class Client:
-    __slots__ = ("id", "sock", "outbuf", "inflight", "rd_eof", "up_eof", "wr_shut", "mask")
+    __slots__ = ("id", "sock", "outbuf", "inflight", "unacked", "rd_eof", "up_eof", "wr_shut", "mask")
 
     def __init__(self, cid, sock):
         self.id = cid
         self.sock = sock
         self.outbuf = bytearray()
         self.inflight = 0
+        self.unacked = 0
         self.rd_eof = False
         self.up_eof = False
         self.wr_shut = False
@@ -247,8 +249,10 @@ class Bridge:
                 return
             del c.outbuf[:n]
             sent += n
-        if sent:
-            self.frame(ACK, c.id, length=sent)
+        c.unacked += sent
+        if c.unacked >= ACK_EVERY:
+            self.frame(ACK, c.id, length=c.unacked)
+            c.unacked = 0
         if not c.outbuf and c.up_eof and not c.wr_shut:
             c.wr_shut = True
             try:
