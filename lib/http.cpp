@@ -134,6 +134,7 @@ HttpResponse HttpFetch(const HttpRequest& request) {
   if (!request.unix_socket.empty()) {
     Api().easy_setopt(curl.get(), CURLOPT_UNIX_SOCKET_PATH, request.unix_socket.c_str());
   }
+  if (request.no_proxy) Api().easy_setopt(curl.get(), CURLOPT_NOPROXY, "*");
   Debug(Cat("http: ", request.method, " ", request.url));
   CURLcode rc = Api().easy_perform(curl.get());
   if (rc != CURLE_OK) Fail(request.url, rc, errbuf);

@@ -16,6 +16,7 @@ struct HttpRequest {
   std::string unix_socket;  // talk HTTP over this socket instead of TCP
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds connect_timeout{5000};
+  bool no_proxy = false;  // never through a proxy (loopback checks), whatever the environment says
 };
 
 struct HttpResponse {

@@ -317,6 +317,8 @@ GuestFacts Sandbox::Inspect() {
   }
   ExecResult login = conn.Exec({"test", "-s", "/home/sandbox/.claude/.credentials.json"});
   f.agent_logged_in = login.status == 0;
+  ExecResult version = conn.Exec({"claude", "--version"});
+  if (version.status == 0) f.agent_version = std::string(Trim(version.out));
   return f;
 }
 

@@ -36,6 +36,7 @@ struct GuestFacts {
   int64_t memory_total = -1, memory_used = -1;
   int64_t disk_total = -1, disk_used = -1;
   std::optional<bool> agent_logged_in;
+  std::string agent_version;  // `claude --version` output, empty when it did not answer
 };
 
 class Sandbox;

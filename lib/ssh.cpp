@@ -87,7 +87,10 @@ SshConnection::SshConnection(SshEndpoint endpoint, SshOptions options)
   SetOption(s, SSH_OPTIONS_PORT, &endpoint_.port, "port");
   SetOption(s, SSH_OPTIONS_USER, endpoint_.user.c_str(), "user");
   SetOption(s, SSH_OPTIONS_KNOWNHOSTS, known_hosts.c_str(), "known_hosts");
-  SetOption(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null", "global known_hosts");
+  std::string global_known_hosts = endpoint_.global_known_hosts_file.empty()
+                                       ? std::string("/dev/null")
+                                       : EscapePercent(endpoint_.global_known_hosts_file);
+  SetOption(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, global_known_hosts.c_str(), "global known_hosts");
   SetOption(s, SSH_OPTIONS_STRICTHOSTKEYCHECK, &yes, "strict host key checking");
   SetOption(s, SSH_OPTIONS_TIMEOUT, &seconds, "timeout");
   SetOption(s, SSH_OPTIONS_TIMEOUT_USEC, &usec, "timeout");
@@ -114,10 +117,22 @@ SshConnection::SshConnection(SshEndpoint endpoint, SshOptions options)
                   {Cat("  ", where, " offered ", DescribeKey(offered)),
                    Cat("  the key pinned for ", name, " in ", endpoint_.known_hosts_file,
                        " is a different one")},
-                  {"if the sandbox was re-created, provision it again to pin its new key",
+                  {options_.name.empty()
+                       ? "if the host was re-installed, check its new fingerprint and replace the "
+                         "key in known_hosts"
+                       : "if the sandbox was re-created, provision it again to pin its new key",
                    "otherwise something may be intercepting the connection"});
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
+      if (options_.name.empty()) {
+        // Not a sandbox: the user's own known_hosts decide, and ss never adds to them.
+        throw Error(kExitNoPerm,
+                    Cat("the host key of ", Subject(), " is not known: not connecting"),
+                    {Cat("  ", where, " offered ", DescribeKey(offered)),
+                     Cat("  ", endpoint_.known_hosts_file, " has no key for ", name)},
+                    {"ss never trusts a key on first use: check the fingerprint and add the key "
+                     "to known_hosts (for instance by connecting once with ssh)"});
+      }
       throw Error(kExitNoPerm, Cat("the host key of ", Subject(), " is not pinned: not connecting"),
                   {Cat("  ", where, " offered ", DescribeKey(offered)),
                    Cat("  ", endpoint_.known_hosts_file, " has no key for ", name)},
@@ -165,6 +180,8 @@ std::string SshConnection::Subject() const {
 }
 
 void SshConnection::Run() { mux_->Run(); }
+
+void SshConnection::RunUntil(const std::function<bool()>& done) { mux_->RunUntil(done); }
 
 void SshConnection::Stop() { mux_->Stop(); }
 

@@ -38,6 +38,9 @@ struct SshEndpoint {
   std::string user = "sandbox";
   std::string identity_file;     // private key (OpenSSH format)
   std::string known_hosts_file;  // the only source of trusted host keys
+  // A second, read-only source for destinations other than sandboxes (ssh's
+  // /etc/ssh/ssh_known_hosts); empty: none.
+  std::string global_known_hosts_file;
 };
 
 struct SshOptions {
@@ -109,6 +112,8 @@ using TargetChooser = std::function<std::optional<SocketAddress>()>;
 namespace ssh_detail {
 class Mux;
 class Channel;
+class Source;
+class Sink;
 }  // namespace ssh_detail
 
 // A command started without waiting for it (ExecAsync, ExecStreamAsync). Copyable; harmless
@@ -180,9 +185,18 @@ class SshConnection {
   // Stops a forward (connections already made go on).
   void CancelForward(int id);
 
+  // For extensions of the SSH layer (the remote unix-socket bridge): runs argv like
+  // ExecStreamAsync, with the layer's own host-side objects (ssh_host_io.hpp) as its stdin, stdout
+  // and stderr (null: none).
+  SshChannel ExecIo(const std::vector<std::string>& argv, std::shared_ptr<ssh_detail::Source> in,
+                    std::shared_ptr<ssh_detail::Sink> out, std::shared_ptr<ssh_detail::Sink> err,
+                    std::function<void(int status, std::string error)> done);
+
   // Runs the loop (forwards, ExecAsync commands) until Stop(); throws ss::Error(255) when the
   // connection is lost.
   void Run();
+  // Runs the loop until done() is true (checked after each handler); throws like Run().
+  void RunUntil(const std::function<bool()>& done);
   // Makes the current (or else the next) Run() return; callable from any thread. The other
   // calls that run the loop are not affected.
   void Stop();

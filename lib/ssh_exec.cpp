@@ -107,6 +107,27 @@ SshChannel SshConnection::ExecStreamAsync(const std::vector<std::string>& argv,
   return SshChannel(mux_->Start(std::move(spec)));
 }
 
+SshChannel SshConnection::ExecIo(const std::vector<std::string>& argv,
+                                 std::shared_ptr<ssh_detail::Source> in,
+                                 std::shared_ptr<ssh_detail::Sink> out,
+                                 std::shared_ptr<ssh_detail::Sink> err,
+                                 std::function<void(int, std::string)> done) {
+  if (argv.empty()) throw Error(kExitSoftware, "no command to run");
+  RemoteCommand cmd = BuildRemoteCommand(argv, "", {}, false, {});
+  ChannelSpec spec = ssh_detail::SessionSpec({}, cmd, std::nullopt);
+  spec.in = std::move(in);
+  spec.out = std::move(out);
+  spec.err = std::move(err);
+  spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
+    if (!end.error.empty()) {
+      done(kExitRemote, end.lost ? lost : end.error);
+    } else {
+      done(RemoteExitStatus(end.exit_status, end.exit_signal), {});
+    }
+  };
+  return SshChannel(mux_->Start(std::move(spec)));
+}
+
 int SshConnection::ExecStream(const std::vector<std::string>& argv, const StreamOptions& options) {
   ssh_detail::ScopedIgnoreSignal no_sigpipe(SIGPIPE);  // a closed stdout is an error to handle
   std::vector<std::unique_ptr<FdFlagsGuard>> flags;

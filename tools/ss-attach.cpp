@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "box.hpp"
+#include "browser.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "menu.hpp"
@@ -235,6 +236,23 @@ std::string ProjectDir(const std::string& project) {
   return project.empty() ? "~" : Cat("/home/sandbox/projects/", project);
 }
 
+// The browser bridge of a session: its forwards ride the session's connection and end with it.
+// No browser is never a reason not to attach: it is said, and the session goes on.
+std::unique_ptr<BrowserBridge> StartBrowser(SshConnection& conn, const Config& config) {
+  try {
+    BrowserSetupOptions options;
+    options.cdp_port = static_cast<int>(config.Int("browser.cdp_port"));
+    auto browser = BrowserBridge::Start(conn, options);
+    for (const auto& w : browser->warnings()) Warn(w);
+    std::cerr << browser->Message() << std::flush;
+    return browser;
+  } catch (const Error& e) {
+    if (e.code() == kExitRemote) throw;  // the connection is gone
+    Warn(Cat("no browser bridge: ", e.what()));
+    return nullptr;
+  }
+}
+
 // The project must exist on the host (the spec's not-found block otherwise); opening it counts
 // as an access (recorded at most once a minute: a script running commands in a loop does not
 // rewrite the metadata each time).
@@ -262,12 +280,13 @@ int OpenProject(const Options& o) {
   Session s(o);
   if (o.has_command) return s.Stream(o.command, ProjectDir(name));
   if (o.terminal) {
-    s.Connect();
+    auto browser = StartBrowser(s.Connect(), s.config());
     return s.Interactive({}, ProjectDir(name));
   }
   std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
   s.Connect();
   Note("Connecting...");
+  auto browser = StartBrowser(s.Connect(), s.config());
   std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
   if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
   Note(Cat("\n", Box(banner, 55, 2)));

@@ -6,6 +6,7 @@
 
 #include "backend.hpp"
 #include "backend_qemu.hpp"
+#include "browser.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "host_setup.hpp"
@@ -171,6 +172,9 @@ int Status(const Options& o, const Config& config) {
   int64_t disk = st.limits.disk > 0 ? st.limits.disk : want.disk;
   int64_t disk_used = guest ? guest->disk_used : st.disk_used;
   int projects = static_cast<int>(ProjectStore().Names().size());
+  BrowserReport browser = CheckBrowserHost(static_cast<int>(config.Int("browser.cdp_port")));
+  std::optional<AgentVersion> agent;
+  if (guest) agent = ParseAgentVersion(guest->agent_version);
   std::string why_broken;
   if (state == SandboxState::kBroken) {
     why_broken = sandbox.exists()
@@ -201,6 +205,10 @@ int Status(const Options& o, const Config& config) {
       doc["ssh"] = {{"host", t.host}, {"port", t.port}, {"user", "sandbox"}};
     }
     doc["projects"] = projects;
+    doc["browser"] = {{"mode", BrowserModeName(browser.mode)},
+                      {"summary", StatusSummary(browser, agent)},
+                      {"agent_version", agent ? Json(agent->text) : Json()},
+                      {"relay", agent ? Json(UsesRelay(*agent)) : Json()}};
     doc["agent_logged_in"] =
         guest && guest->agent_logged_in ? Json(*guest->agent_logged_in) : Json();
     if (!guest_error.empty()) doc["error"] = guest_error;
@@ -219,6 +227,7 @@ int Status(const Options& o, const Config& config) {
   std::cout << "Memory:    " << FormatSizeHuman(memory) << used(memory_used) << "\n";
   std::cout << "Disk:      " << FormatSizeHuman(disk) << used(disk_used) << "\n";
   std::cout << "Projects:  " << projects << "\n";
+  std::cout << "Browser:   " << StatusSummary(browser, agent) << "\n";
   if (state == SandboxState::kRunning) {
     std::string claude =
         guest && guest->agent_logged_in

@@ -1,0 +1,565 @@
+# The far end of ss's remote unix-socket forwards (see lib/remote_socket.hpp for the design and
+# the frame protocol). ss runs it over SSH, sending this text on stdin ahead of the frames:
+#
+#   python3 -I -S -c BOOTSTRAP serve [--mkdir] PATH
+#
+# It listens on PATH (mode 0600; with --mkdir its directory is created 0700 and must be ours) and
+# carries every connection made there over its stdin and stdout to ss, which connects it on the
+# other side. Helpers of several SSH connections forwarding the same PATH share one listener:
+# the one holding the lock on PATH.lock listens (on PATH, and on PATH.ctl for the others), and
+# hands each accepted connection over (SCM_RIGHTS) to the helper of the SSH connection the client
+# process belongs to, else to the newest one. When its own SSH connection ends, the listening
+# helper keeps listening for the others and leaves when the last one has gone, removing PATH.
+import errno
+import fcntl
+import os
+import selectors
+import socket
+import stat
+import struct
+import sys
+import time
+
+HDR = struct.Struct(">BII")
+OPEN, DATA, EOF, CLOSE, ACK, READY, ERROR = b"ODFCARE"
+WINDOW = 256 * 1024  # bytes a side may send on one connection before the other acknowledges
+ACK_EVERY = WINDOW // 4  # acknowledge delivered bytes in batches of this much
+CHUNK = 64 * 1024
+OUT_HIGH = 1 << 20  # stop reading clients while this much waits for stdout
+R, W = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+def session_of(pid):
+    """The per-connection sshd process above pid: the SSH connection it belongs to."""
+    for _ in range(200):
+        if pid <= 1:
+            return None
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                st = f.read()
+        except OSError:
+            return None
+        end = st.rindex(b")")
+        if st[st.index(b"(") + 1 : end] in (b"sshd", b"sshd-session"):
+            return pid
+        pid = int(st[end + 2 :].split()[1])
+    return None
+
+
+class Fatal(Exception):
+    pass
+
+
+class Client:
+    __slots__ = ("id", "sock", "outbuf", "inflight", "unacked", "rd_eof", "up_eof", "wr_shut", "mask")
+
+    def __init__(self, cid, sock):
+        self.id = cid
+        self.sock = sock
+        self.outbuf = bytearray()
+        self.inflight = 0
+        self.unacked = 0
+        self.rd_eof = False
+        self.up_eof = False
+        self.wr_shut = False
+        self.mask = 0
+
+
+class Follower:
+    __slots__ = ("sock", "session", "since")
+
+    def __init__(self, sock, session, since):
+        self.sock = sock
+        self.session = session
+        self.since = since
+
+
+class Bridge:
+    def __init__(self, path, mkdir):
+        self.path = path
+        self.mkdir = mkdir
+        self.sel = selectors.DefaultSelector()
+        self.clients = {}
+        self.next_id = 1
+        self.out = []
+        self.out_size = 0
+        self.out_registered = False
+        self.paused = False
+        self.inbuf = bytearray()
+        self.up_alive = True
+        self.session = session_of(os.getpid())
+        self.since = time.monotonic()
+        self.lock_fd = -1
+        self.listener = None
+        self.ctl = None  # leader: the control listener
+        self.followers = {}  # leader: control socket fd -> Follower
+        self.leader = None  # follower: the control connection to the leader
+        self.retry_at = None
+        self.inodes = {}
+
+    # ---- upstream (stdin/stdout to ss) ----
+
+    def frame(self, kind, cid, payload=b"", length=None):
+        self.out.append(HDR.pack(kind, cid, len(payload) if length is None else length))
+        self.out_size += HDR.size
+        if payload:
+            self.out.append(payload)
+            self.out_size += len(payload)
+
+    def flush(self):
+        while self.out and self.up_alive:
+            try:
+                n = os.writev(1, self.out[:64])
+            except BlockingIOError:
+                break
+            except OSError:
+                self.upstream_gone()
+                return
+            self.out_size -= n
+            while n:
+                head = self.out[0]
+                if n >= len(head):
+                    n -= len(head)
+                    self.out.pop(0)
+                else:
+                    self.out[0] = memoryview(head)[n:]
+                    n = 0
+        want = bool(self.out) and self.up_alive
+        if want != self.out_registered:
+            if want:
+                self.sel.register(1, W, "out")
+            else:
+                self.sel.unregister(1)
+            self.out_registered = want
+        if self.paused and self.out_size < OUT_HIGH // 2:
+            self.paused = False
+            for c in list(self.clients.values()):
+                self.refresh(c)
+
+    def read_upstream(self):
+        try:
+            data = os.read(0, 256 * 1024)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.upstream_gone()
+            return
+        buf = self.inbuf
+        buf += data
+        pos = 0
+        while len(buf) - pos >= HDR.size:
+            kind, cid, length = HDR.unpack_from(buf, pos)
+            size = 0 if kind == ACK else length
+            if len(buf) - pos - HDR.size < size:
+                break
+            start = pos + HDR.size
+            pos = start + size
+            c = self.clients.get(cid)
+            if c is None:
+                continue  # already gone: ids are never reused
+            if kind == DATA:
+                c.outbuf += buf[start:pos]
+                self.send_client(c)
+            elif kind == ACK:
+                c.inflight -= length
+                self.refresh(c)
+            elif kind == EOF:
+                c.up_eof = True
+                self.send_client(c)
+            elif kind == CLOSE:
+                self.drop(c, tell=False)
+        del buf[:pos]
+
+    def upstream_gone(self):
+        if not self.up_alive:
+            return
+        self.up_alive = False
+        for c in list(self.clients.values()):
+            self.drop(c, tell=False)
+        self.sel.unregister(0)
+        if self.out_registered:
+            self.sel.unregister(1)
+            self.out_registered = False
+        self.out = []
+        self.out_size = 0
+
+    # ---- clients (connections made on PATH) ----
+
+    def adopt(self, sock):
+        if not self.up_alive:
+            sock.close()
+            return
+        sock.setblocking(False)
+        c = Client(self.next_id, sock)
+        self.next_id += 1
+        self.clients[c.id] = c
+        self.frame(OPEN, c.id)
+        self.refresh(c)
+
+    def refresh(self, c):
+        if c.id not in self.clients:
+            return
+        mask = 0
+        if not c.rd_eof and c.inflight < WINDOW and self.up_alive:
+            if self.out_size < OUT_HIGH:
+                mask |= R
+            else:
+                self.paused = True
+        if c.outbuf:
+            mask |= W
+        if mask == c.mask:
+            return
+        if c.mask == 0:
+            self.sel.register(c.sock, mask, c)
+        elif mask == 0:
+            self.sel.unregister(c.sock)
+        else:
+            self.sel.modify(c.sock, mask, c)
+        c.mask = mask
+
+    def read_client(self, c):
+        try:
+            data = c.sock.recv(min(CHUNK, WINDOW - c.inflight))
+        except BlockingIOError:
+            return
+        except OSError:
+            self.drop(c, tell=True)
+            return
+        if not data:
+            c.rd_eof = True
+            self.frame(EOF, c.id)
+            self.refresh(c)
+            self.maybe_done(c)
+            return
+        c.inflight += len(data)
+        self.frame(DATA, c.id, data)
+        self.refresh(c)
+
+    def send_client(self, c):
+        sent = 0
+        while c.outbuf:
+            try:
+                n = c.sock.send(c.outbuf)
+            except BlockingIOError:
+                break
+            except OSError:
+                self.drop(c, tell=True)
+                return
+            del c.outbuf[:n]
+            sent += n
+        c.unacked += sent
+        if c.unacked >= ACK_EVERY:
+            self.frame(ACK, c.id, length=c.unacked)
+            c.unacked = 0
+        if not c.outbuf and c.up_eof and not c.wr_shut:
+            c.wr_shut = True
+            try:
+                c.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        self.refresh(c)
+        self.maybe_done(c)
+
+    def maybe_done(self, c):
+        if c.rd_eof and c.wr_shut:
+            self.drop(c, tell=False)
+
+    def drop(self, c, tell):
+        if self.clients.pop(c.id, None) is None:
+            return
+        if c.mask:
+            self.sel.unregister(c.sock)
+        c.sock.close()
+        if tell and self.up_alive:
+            self.frame(CLOSE, c.id)
+
+    # ---- sharing PATH between helpers ----
+
+    def prepare_dir(self):
+        d = os.path.dirname(self.path) or "."
+        if self.mkdir:
+            try:
+                os.mkdir(d, 0o700)
+            except FileExistsError:
+                pass
+            except OSError as e:
+                raise Fatal("cannot create %s: %s" % (d, e.strerror))
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode):
+                raise Fatal("%s is not a directory" % d)
+            if st.st_uid != os.getuid():
+                raise Fatal("%s is not owned by uid %d (owner: uid %d)" % (d, os.getuid(), st.st_uid))
+            if stat.S_IMODE(st.st_mode) != 0o700:
+                os.chmod(d, 0o700)
+
+    def open_lock(self):
+        try:
+            self.lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise Fatal("cannot bind to path %s: %s" % (self.path, e.strerror))
+
+    def try_lock(self):
+        while True:
+            try:
+                fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            try:
+                same = os.stat(self.path + ".lock").st_ino == os.fstat(self.lock_fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return True
+            # The last holder removed the file on its way out: lock the new one.
+            os.close(self.lock_fd)
+            self.open_lock()
+
+    def bind(self, path, kind, check_live):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            if not stat.S_ISSOCK(st.st_mode):
+                raise Fatal("cannot bind to path %s: it exists and is not a socket" % path)
+            if check_live:
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                probe.setblocking(False)
+                try:
+                    probe.connect(path)
+                    live = True
+                except (ConnectionRefusedError, FileNotFoundError):
+                    live = False
+                except BlockingIOError:
+                    live = True
+                finally:
+                    probe.close()
+                if live:
+                    raise Fatal("cannot bind to path %s: Address already in use" % path)
+            try:
+                os.unlink(path)  # stale: nobody listens there any more
+            except FileNotFoundError:
+                pass
+        sock = socket.socket(socket.AF_UNIX, kind)
+        old = os.umask(0o177)
+        try:
+            sock.bind(path)
+        except OSError as e:
+            sock.close()
+            raise Fatal("cannot bind to path %s: %s" % (path, e.strerror))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        self.inodes[path] = os.lstat(path).st_ino
+        sock.listen(512)
+        sock.setblocking(False)
+        return sock
+
+    def become_leader(self):
+        self.listener = self.bind(self.path, socket.SOCK_STREAM, True)
+        self.ctl = self.bind(self.path + ".ctl", socket.SOCK_SEQPACKET, False)
+        self.sel.register(self.listener, R, "accept")
+        self.sel.register(self.ctl, R, "ctl-accept")
+
+    def join_leader(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(self.path + ".ctl")
+            s.send(b"R %d" % (self.session or 0))
+        except OSError:
+            s.close()
+            return False
+        s.setblocking(False)
+        self.leader = s
+        self.sel.register(s, R, "leader")
+        return True
+
+    def attach(self, deadline):
+        while True:
+            if self.try_lock():
+                self.become_leader()
+                return "leader"
+            if self.join_leader():
+                return "follower"
+            if time.monotonic() > deadline:
+                raise Fatal("cannot reach the listener of %s" % self.path)
+            time.sleep(0.02)
+
+    def accept_clients(self):
+        for _ in range(64):
+            try:
+                sock, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            self.route(sock)
+
+    def route(self, sock):
+        session = None
+        try:
+            pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+            session = session_of(pid)
+        except OSError:
+            pass
+        while True:
+            choices = list(self.followers.values())
+            if self.up_alive:
+                choices.append(self)
+            if not choices:
+                sock.close()
+                return
+            match = [u for u in choices if session is not None and u.session == session]
+            pick = match[0] if match else max(choices, key=lambda u: u.since)
+            if pick is self:
+                self.adopt(sock)
+                return
+            try:
+                socket.send_fds(pick.sock, [b"F"], [sock.fileno()])
+                sock.close()
+                return
+            except OSError:
+                self.forget(pick.sock)
+
+    def accept_follower(self):
+        try:
+            s, _ = self.ctl.accept()
+        except OSError:
+            return
+        s.setblocking(False)
+        self.sel.register(s, R, "follower")
+        self.followers[s.fileno()] = Follower(s, None, time.monotonic())
+
+    def read_follower(self, s):
+        try:
+            msg = s.recv(64)
+        except BlockingIOError:
+            return
+        except OSError:
+            msg = b""
+        if not msg:
+            self.forget(s)
+            return
+        f = self.followers.get(s.fileno())
+        if f is not None and msg.startswith(b"R "):
+            session = int(msg[2:] or b"0")
+            f.session = session or None
+
+    def forget(self, s):
+        if self.followers.pop(s.fileno(), None) is not None:
+            self.sel.unregister(s)
+            s.close()
+
+    def read_leader(self):
+        try:
+            msg, fds, _, _ = socket.recv_fds(self.leader, 16, 8)
+        except BlockingIOError:
+            return
+        except OSError:
+            msg, fds = b"", []
+        for fd in fds:
+            self.adopt(socket.socket(fileno=fd))
+        if not msg:
+            # The leader went away without us: take over its listener, or join the next leader.
+            self.sel.unregister(self.leader)
+            self.leader.close()
+            self.leader = None
+            self.retry_at = time.monotonic()
+
+    def retry(self):
+        self.retry_at = None
+        if self.try_lock():
+            self.become_leader()
+        elif not self.join_leader():
+            self.retry_at = time.monotonic() + 0.02
+
+    def cleanup(self):
+        for s in (self.listener, self.ctl):
+            if s is not None:
+                self.sel.unregister(s)
+                s.close()
+        for path, ino in self.inodes.items():
+            try:
+                if os.lstat(path).st_ino == ino:
+                    os.unlink(path)
+            except OSError:
+                pass
+        if self.listener is not None:
+            try:
+                os.unlink(self.path + ".lock")  # still locked: the next one re-checks the inode
+            except OSError:
+                pass
+
+    def done(self):
+        if self.up_alive:
+            return False
+        if self.listener is not None and self.followers:
+            return False
+        return True
+
+    # ---- the loop ----
+
+    def run(self):
+        for fd in (0, 1):
+            os.set_blocking(fd, False)
+        self.sel.register(0, R, "in")
+        self.prepare_dir()
+        self.open_lock()
+        role = self.attach(time.monotonic() + 10)
+        self.frame(READY, 0, role.encode())
+        self.flush()
+        while not self.done():
+            timeout = None
+            if self.retry_at is not None:
+                timeout = max(0.0, self.retry_at - time.monotonic())
+            for key, mask in self.sel.select(timeout):
+                what = key.data
+                if isinstance(what, Client):
+                    if what.id not in self.clients:
+                        continue
+                    if mask & W:
+                        self.send_client(what)
+                    if mask & R and what.id in self.clients:
+                        self.read_client(what)
+                elif what == "in":
+                    self.read_upstream()
+                elif what == "out":
+                    pass  # flushed below
+                elif what == "accept":
+                    self.accept_clients()
+                elif what == "ctl-accept":
+                    self.accept_follower()
+                elif what == "follower":
+                    self.read_follower(key.fileobj)
+                elif what == "leader":
+                    self.read_leader()
+            if self.retry_at is not None and time.monotonic() >= self.retry_at:
+                self.retry()
+            self.flush()
+        self.cleanup()
+
+
+def main(argv):
+    mkdir = False
+    if len(argv) >= 2 and argv[0] == "serve" and argv[1] == "--mkdir":
+        mkdir = True
+        argv = argv[:1] + argv[2:]
+    if len(argv) != 2 or argv[0] != "serve":
+        sys.stderr.write("usage: serve [--mkdir] PATH\n")
+        return 64
+    bridge = Bridge(argv[1], mkdir)
+    try:
+        bridge.run()
+    except Fatal as e:
+        bridge.out = []
+        bridge.out_size = 0
+        bridge.frame(ERROR, 0, str(e).encode())
+        os.set_blocking(1, True)
+        os.write(1, b"".join(bytes(x) for x in bridge.out))
+        return 1
+    return 0
+
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,293 @@
+// Remote unix-socket forwards (the helper over an exec channel) against a real sshd on this
+// machine: the "remote" socket is a path here too, so the tests connect to it directly.
+#include "remote_socket.hpp"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+
+#include "echo_peer.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "sshd_fixture.hpp"
+
+namespace ss {
+namespace {
+
+using testing::ConnectUnix;
+using testing::EchoRoundTrips;
+using testing::EchoServer;
+using testing::TestSshd;
+
+class LoopThread {
+ public:
+  explicit LoopThread(SshConnection& conn) : conn_(conn) {
+    thread_ = std::thread([this] {
+      try {
+        conn_.Run();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
+  }
+  ~LoopThread() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    conn_.Stop();
+    thread_.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  SshConnection& conn_;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+SocketAddress Unix(const std::string& path) {
+  SocketAddress a;
+  a.socket_path = path;
+  return a;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
+}
+
+bool WaitGone(const std::string& path) {
+  for (int i = 0; i < 500; ++i) {
+    if (!PathExists(path)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(RemoteSocket, EchoThroughTheHelperWithTheRightModes) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string dir = sshd.Path("bridge-dir");
+  std::string path = dir + "/bridge.sock";
+  SshConnection conn(sshd.endpoint());
+  RemoteSocketOptions options;
+  options.make_dir = true;
+  auto forward = RemoteSocketForward::Start(conn, path, options,
+                                            [&] { return std::vector{Unix(echo.path())}; });
+  EXPECT_FALSE(forward->shared());
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  EXPECT_EQ(ModeOf(path) & 0777, 0600u);
+  {
+    LoopThread loop(conn);
+    auto connect = [&] { return ConnectUnix(path); };
+    EXPECT_EQ(EchoRoundTrips(connect, 1, 5), "");
+    EXPECT_EQ(EchoRoundTrips(connect, 1, 0), "");
+    EXPECT_EQ(EchoRoundTrips(connect, 100, 1 << 20), "");
+  }
+  EXPECT_EQ(forward->total_connections(), 102u);
+  forward.reset();
+  LoopThread loop(conn);  // the helper sees its input end and removes the socket
+  EXPECT_TRUE(WaitGone(path));
+}
+
+TEST(RemoteSocket, MissingDirectoryWithoutMakeDirFailsWithSshWording) {
+  TestSshd sshd;
+  SshConnection conn(sshd.endpoint());
+  std::string path = sshd.Path("no-such-dir/x.sock");
+  try {
+    RemoteSocketForward::Start(conn, path, {}, [] { return std::vector<SocketAddress>{}; });
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitRemote);
+    EXPECT_EQ(std::string(e.what()), "remote port forwarding failed for listen path " + path);
+    ASSERT_FALSE(e.details().empty());
+    EXPECT_EQ(e.details()[0], "  cannot bind to path " + path + ": No such file or directory");
+  }
+}
+
+TEST(RemoteSocket, StaleSocketIsReplacedLiveOneIsNot) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("remote.sock");
+  {
+    // A socket nobody listens on any more.
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::close(fd);
+  }
+  SshConnection conn(sshd.endpoint());
+  auto targets = [&] { return std::vector{Unix(echo.path())}; };
+  auto forward = RemoteSocketForward::Start(conn, path, {}, targets);
+  {
+    LoopThread loop(conn);
+    EXPECT_EQ(EchoRoundTrips([&] { return ConnectUnix(path); }, 2, 1000), "");
+  }
+  forward.reset();
+  LoopThread(conn).Stop();
+  EXPECT_TRUE(WaitGone(path));
+  // A live socket of someone else's is never taken over.
+  EchoServer other(path);
+  SshConnection conn2(sshd.endpoint());
+  try {
+    RemoteSocketForward::Start(conn2, path, {}, targets);
+    FAIL();
+  } catch (const Error& e) {
+    ASSERT_FALSE(e.details().empty());
+    EXPECT_EQ(e.details()[0], "  cannot bind to path " + path + ": Address already in use");
+  }
+}
+
+TEST(RemoteSocket, TargetsAreTriedInOrderPerConnection) {
+  TestSshd sshd;
+  EchoServer second(sshd.Path("second.sock"));
+  std::string dead = sshd.Path("dead.sock");
+  std::string path = sshd.Path("remote.sock");
+  std::atomic<int> mode{1};
+  SshConnection conn(sshd.endpoint());
+  auto forward = RemoteSocketForward::Start(conn, path, {}, [&] {
+    if (mode == 0) return std::vector<SocketAddress>{};
+    return std::vector{Unix(dead), Unix(second.path())};
+  });
+  LoopThread loop(conn);
+  auto connect = [&] { return ConnectUnix(path); };
+  EXPECT_EQ(EchoRoundTrips(connect, 5, 1000), "");
+  EXPECT_EQ(second.accepted(), 5u);
+  mode = 0;  // refused: the client sees the connection end
+  EXPECT_NE(EchoRoundTrips(connect, 1, 1000), "");
+  mode = 1;
+  EXPECT_EQ(EchoRoundTrips(connect, 1, 1000), "");
+}
+
+TEST(RemoteSocket, TwoConnectionsShareOneListener) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("shared.sock");
+  auto targets = [&] { return std::vector{Unix(echo.path())}; };
+  SshConnection first(sshd.endpoint());
+  auto a = RemoteSocketForward::Start(first, path, {}, targets);
+  SshConnection second(sshd.endpoint());
+  auto b = RemoteSocketForward::Start(second, path, {}, targets);
+  EXPECT_FALSE(a->shared());
+  EXPECT_TRUE(b->shared());
+  auto connect = [&] { return ConnectUnix(path); };
+  {
+    LoopThread l1(first);
+    LoopThread l2(second);
+    EXPECT_EQ(EchoRoundTrips(connect, 20, 10000), "");
+    // The newest connection gets clients that belong to neither SSH connection.
+    EXPECT_EQ(b->total_connections(), 20u);
+    EXPECT_EQ(a->total_connections(), 0u);
+  }
+  // The listener's own connection ends: the other one goes on serving, without a gap.
+  a.reset();
+  {
+    LoopThread l1(first);
+    LoopThread l2(second);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(EchoRoundTrips(connect, 10, 10000), "");
+    EXPECT_EQ(b->total_connections(), 30u);
+  }
+  b.reset();
+  LoopThread l2(second);
+  EXPECT_TRUE(WaitGone(path));
+}
+
+// The helpers serving `path`, oldest first.
+std::vector<pid_t> HelpersOf(const std::string& path) {
+  std::vector<std::pair<long long, pid_t>> found;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    auto cmdline = testing::ReadProc(Cat("/proc/", pid, "/cmdline"));
+    auto stat = testing::ReadProc(Cat("/proc/", pid, "/stat"));
+    if (!cmdline || !stat || cmdline->find("serve") == std::string::npos) continue;
+    if (cmdline->find(path + '\0') == std::string::npos) continue;
+    auto fields = Split(stat->substr(stat->rfind(')') + 2), ' ');
+    found.emplace_back(std::stoll(fields[19]), pid);  // starttime
+  }
+  if (d) ::closedir(d);
+  std::sort(found.begin(), found.end());
+  std::vector<pid_t> out;
+  for (auto& [start, pid] : found) out.push_back(pid);
+  return out;
+}
+
+TEST(RemoteSocket, ListenerKilledFollowerTakesOverWithinTwoSeconds) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("shared.sock");
+  auto targets = [&] { return std::vector{Unix(echo.path())}; };
+  SshConnection first(sshd.endpoint());
+  auto a = RemoteSocketForward::Start(first, path, {}, targets);
+  SshConnection second(sshd.endpoint());
+  auto b = RemoteSocketForward::Start(second, path, {}, targets);
+  LoopThread l1(first);
+  LoopThread l2(second);
+  std::vector<pid_t> helpers = HelpersOf(path);
+  ASSERT_EQ(helpers.size(), 2u);
+  ::kill(helpers[0], SIGKILL);  // the listener, without any chance to clean up
+  auto connect = [&] { return ConnectUnix(path); };
+  auto start = std::chrono::steady_clock::now();
+  std::string result = "never tried";
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+    result = EchoRoundTrips(connect, 1, 1000);
+    if (result.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(result, "");
+  EXPECT_EQ(EchoRoundTrips(connect, 10, 10000), "");
+  EXPECT_GE(b->total_connections(), 11u);
+  EXPECT_TRUE(a->ended());
+}
+
+TEST(RemoteSocket, HelperNeedsItsInterpreter) {
+  TestSshd sshd;
+  SshConnection conn(sshd.endpoint());
+  RemoteSocketOptions options;
+  options.python = "ss-no-such-python";
+  try {
+    RemoteSocketForward::Start(conn, sshd.Path("x.sock"), options,
+                               [] { return std::vector<SocketAddress>{}; });
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitRemote);
+    ASSERT_FALSE(e.hints().empty());
+    EXPECT_EQ(e.hints()[0],
+              "forwarding a remote unix socket needs ss-no-such-python on the remote side");
+  }
+}
+
+TEST(RemoteSocket, ThousandsOfSequentialConnectionsLeakNothing) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("remote.sock");
+  SshConnection conn(sshd.endpoint());
+  auto forward =
+      RemoteSocketForward::Start(conn, path, {}, [&] { return std::vector{Unix(echo.path())}; });
+  LoopThread loop(conn);
+  auto connect = [&] { return ConnectUnix(path); };
+  EXPECT_EQ(EchoRoundTrips(connect, 1, 10), "");
+  size_t start = testing::OpenFdCount();
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_EQ(EchoRoundTrips(connect, 1, 100, static_cast<unsigned>(i)), "") << i;
+  }
+  bool back = false;
+  for (int i = 0; i < 500 && !back; ++i) {
+    back = testing::OpenFdCount() <= start;
+    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(back) << testing::OpenFdCount() << " > " << start;
+}
+
+}  // namespace
+}  // namespace ss
