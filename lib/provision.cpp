@@ -22,6 +22,7 @@ std::string RenderUserData(const ProvisionInput& in) {
                          {"host_private_key", Indent(in.host_private_key, "    ")},
                          {"host_public_key", in.host_public_key},
                          {"cdp_port", std::to_string(in.cdp_port)},
+                         {"sync_exclude", Indent(in.sync_exclude, "      ")},
                          {"extra", in.extra}});
 }
 

@@ -16,7 +16,8 @@ struct ProvisionInput {
   std::string host_private_key;   // OpenSSH format
   std::string host_public_key;
   int cdp_port = 9222;
-  std::string extra;  // more top-level cloud-config (a backend's mounts), or empty
+  std::string sync_exclude;  // the text of /etc/ss/sync-exclude (see working_copy.hpp)
+  std::string extra;         // more top-level cloud-config (a backend's mounts), or empty
 };
 
 std::string RenderUserData(const ProvisionInput& in);

@@ -18,6 +18,7 @@
 #include "strings.hpp"
 #include "suggest.hpp"
 #include "tool.hpp"
+#include "working_copy.hpp"
 
 namespace ss {
 namespace {
@@ -135,6 +136,8 @@ Options ParseArgs(const Args& args) {
   return o;
 }
 
+std::string ProjectDir(const std::string& project);
+
 class Session {
  public:
   explicit Session(const Options& o)
@@ -211,6 +214,15 @@ class Session {
   }
   Config& config() { return config_; }
 
+  // The project's directory in the sandbox; in working-copy mode, with the copy and its
+  // read-only source in place first (they do not survive a restart of the sandbox).
+  std::string Dir(const std::string& project) {
+    if (!project.empty() && IsCopyMode(config_, project)) {
+      PrepareWorkingCopy(Connect(), config_, project);
+    }
+    return ProjectDir(project);
+  }
+
  private:
   const Options& o_;
   Config config_;
@@ -245,10 +257,10 @@ int OpenProject(const Options& o) {
   }
   RequireProject(name);
   Session s(o);
-  if (o.has_command) return s.Stream(o.command, ProjectDir(name));
+  if (o.has_command) return s.Stream(o.command, s.Dir(name));
   if (o.terminal) {
     s.Connect();
-    return s.Interactive({}, ProjectDir(name));
+    return s.Interactive({}, s.Dir(name));
   }
   std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
   s.Connect();
@@ -256,7 +268,7 @@ int OpenProject(const Options& o) {
   std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
   if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
   Note(Cat("\n", Box(banner, 55, 2)));
-  return s.Interactive(agent, ProjectDir(name));
+  return s.Interactive(agent, s.Dir(name));
 }
 
 // [PROJECT] as the first word of a verb, when it names a project.
@@ -326,7 +338,7 @@ int Run(const Options& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     if (o.verb == "claude-resume") argv.push_back("--continue");
-    return s.Interactive(argv, ProjectDir(project));
+    return s.Interactive(argv, s.Dir(project));
   }
   if (o.verb == "claude-run") {
     if (o.words.empty() || o.words.size() > 2) {
@@ -341,7 +353,7 @@ int Run(const Options& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     argv.insert(argv.end(), {"-p", o.words.back()});
-    return s.Stream(argv, ProjectDir(project));
+    return s.Stream(argv, s.Dir(project));
   }
   if (o.verb == "exec") {
     if (!o.has_command || o.command.empty()) {
@@ -349,7 +361,7 @@ int Run(const Options& o) {
     }
     std::string project = OptionalProject(o, 1);
     Session s(o);
-    return s.Stream(o.command, ProjectDir(project));
+    return s.Stream(o.command, s.Dir(project));
   }
   if (o.verb == "docker") {
     std::vector<std::string> argv{"docker"};
