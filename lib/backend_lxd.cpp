@@ -36,6 +36,21 @@ namespace {
 constexpr const char* kMarkKey = "user.ss.sandbox";
 constexpr int kSandboxUid = 1000;
 
+// The container's IPv4 address on its host-side NIC (the one LXD knows a host veth for): never
+// an address of a bridge made inside the sandbox, such as docker0's 172.17.0.1.
+std::string HostSideAddress(const Json& state) {
+  if (!state.contains("network") || !state["network"].is_object()) return {};
+  for (const auto& [ifname, iface] : state["network"].items()) {
+    if (iface.value("host_name", "").empty()) continue;
+    for (const auto& addr : iface["addresses"]) {
+      if (addr.value("family", "") == "inet" && addr.value("scope", "") == "global") {
+        return addr.value("address", "");
+      }
+    }
+  }
+  return {};
+}
+
 std::string CpuRange(int cpus) { return cpus <= 1 ? "0" : Cat("0-", cpus - 1); }
 
 }  // namespace
@@ -305,14 +320,7 @@ SandboxStatus LxdBackend::Status(const std::string& name) {
         (*state)["disk"].contains("root")) {
       s.disk_used = (*state)["disk"]["root"].value("usage", int64_t{-1});
     }
-    for (auto& [ifname, iface] : (*state)["network"].items()) {
-      if (iface.value("type", "") == "loopback") continue;
-      for (auto& addr : iface["addresses"]) {
-        if (addr.value("family", "") == "inet" && addr.value("scope", "") == "global") {
-          s.address = addr.value("address", "");
-        }
-      }
-    }
+    s.address = HostSideAddress(*state);
   }
   if (auto started = ParseRfc3339(inst.value("last_used_at", ""))) {
     s.uptime_seconds = std::chrono::duration_cast<std::chrono::seconds>(
@@ -330,17 +338,10 @@ SshTarget LxdBackend::Ssh(const std::string& name) {
     // Locally, the container's own address on the LXD bridge: LXD's proxy device relays every
     // byte through a userland process and adds ~45 ms to a session's first command.
     auto state = Query(Cat("/1.0/instances/", name, "/state"));
-    if (state) {
-      for (auto& [ifname, iface] : (*state)["network"].items()) {
-        if (iface.value("type", "") == "loopback") continue;
-        for (auto& addr : iface["addresses"]) {
-          if (addr.value("family", "") == "inet" && addr.value("scope", "") == "global") {
-            t.host = addr.value("address", "");
-            t.port = 22;
-            return t;
-          }
-        }
-      }
+    if (state) t.host = HostSideAddress(*state);
+    if (!t.host.empty()) {
+      t.port = 22;
+      return t;
     }
   }
   // Before DHCP has answered, or on a remote LXD: the proxy device.

@@ -24,7 +24,8 @@ namespace ss {
 namespace {
 
 constexpr const char* kUsage = R"(usage: ss PROJECT [-t | -- CMD [ARGS...]] [OPTIONS]
-       ss shell | root | login [OPTIONS]
+       ss shell | root [-- CMD [ARGS...]] [OPTIONS]
+       ss login [OPTIONS]
        ss claude [PROJECT] | claude-resume [PROJECT] [OPTIONS]
        ss claude-run [PROJECT] PROMPT [OPTIONS]
        ss exec [PROJECT] -- CMD [ARGS...]
@@ -35,8 +36,8 @@ Sessions in the sandbox. `ss PROJECT` starts the sandbox when it is stopped, the
 (agent.command, default: claude --dangerously-skip-permissions) in ~/projects/PROJECT.
 
 Commands:
-  shell                 bash as the sandbox user, in its home
-  root                  a root shell
+  shell [-- CMD]        bash as the sandbox user, in its home (or CMD there, no terminal)
+  root [-- CMD]         a root shell (or CMD as root, no terminal)
   login                 the agent, interactively, to complete its browser login (/login)
   claude [PROJECT]      the agent in PROJECT (or the home directory)
   claude-run [PROJECT] PROMPT
@@ -321,12 +322,22 @@ int Run(const Options& o) {
   if (o.verb == "shell") {
     OptionalProject(o, 0);
     Session s(o);
+    if (o.has_command) return s.Stream(o.command, "~");
     return s.Interactive({"bash", "-l"}, "~");
   }
   if (o.verb == "root") {
     OptionalProject(o, 0);
     Session s(o);
+    if (o.has_command) {
+      std::vector<std::string> argv{"sudo", "--"};
+      argv.insert(argv.end(), o.command.begin(), o.command.end());
+      return s.Stream(argv, "~");
+    }
     return s.Interactive({"sudo", "-i"}, "");
+  }
+  if (o.has_command && o.verb != "exec" && o.verb != "docker") {
+    throw Error(kExitUsage, Cat("ss ", o.verb, " takes no command after '--'"), {},
+                {"to run a command: ss exec [PROJECT] -- CMD"});
   }
   if (o.verb == "login") {
     OptionalProject(o, 0);

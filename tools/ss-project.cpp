@@ -14,6 +14,7 @@
 #include "paths.hpp"
 #include "project.hpp"
 #include "project_args.hpp"
+#include "sandbox_runner.hpp"
 #include "shell_quote.hpp"
 #include "size.hpp"
 #include "strings.hpp"
@@ -57,6 +58,21 @@ void WarnIfCommandName(const std::string& name) {
   }
 }
 
+// gh runs where it is logged in: in the running sandbox first (the agent's gh), else on the
+// host. The sandbox is never started for this.
+GitHubRepo CreateWhereLoggedIn(const Project& p, bool is_private) {
+  if (auto in_sandbox = SandboxRunner::IfRunning(p.name)) {
+    try {
+      return CreateGitHubRepo(*in_sandbox, p.name, is_private);
+    } catch (const Error& e) {
+      if (e.code() != kExitUnavailable) throw;  // gh there, logged in, and GitHub said no
+      Debug(Cat("gh ", in_sandbox->Where(), ": ", e.what(), "; trying on the host"));
+    }
+  }
+  HostRunner on_host(p.path);
+  return CreateGitHubRepo(on_host, p.name, is_private);
+}
+
 int New(const ProjectOptions& o) {
   ProjectStore store;
   ValidateProjectName(o.name);
@@ -83,9 +99,8 @@ int New(const ProjectOptions& o) {
     return 0;
   }
   std::cout.flush();
-  HostRunner runner(p.path);
   try {
-    GitHubRepo repo = CreateGitHubRepo(runner, p.name, o.is_private);
+    GitHubRepo repo = CreateWhereLoggedIn(p, o.is_private);
     store.SetGitHubRepo(p.name, repo.name_with_owner);
     std::cout << "GitHub: " << repo.url << "\n\nReady for Claude Code Web or local sandbox.\n";
   } catch (Error& e) {

@@ -22,7 +22,8 @@ teardown_file() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
   pkill -f -- "--share-master $SANDBOX" || true
-  tmux -S "$E2E_ROOT/tmux.sock" kill-server 2>/dev/null || true
+  local sock
+  for sock in "$E2E_ROOT"/tmux-*.sock; do tmux -S "$sock" kill-server 2>/dev/null || true; done
   ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
   e2e_home_remove
 }
@@ -31,15 +32,18 @@ setup() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
   export SS_SANDBOX="$SANDBOX"
-  TMUX_SOCK="$E2E_ROOT/tmux.sock"
+  TMUX_N=0
 }
 
 teardown() {
-  tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true
+  local sock
+  for sock in "$E2E_ROOT"/tmux-*.sock; do tmux -S "$sock" kill-server 2>/dev/null || true; done
 }
 
-# tmux_run CMD: a terminal of 100x30 running CMD (a bash -c script).
+# tmux_run CMD: a terminal of 100x30 running CMD (a bash -c script), on a tmux server of its own
+# (a server just killed may still hold the previous socket).
 tmux_run() {
+  TMUX_SOCK="$E2E_ROOT/tmux-$((++TMUX_N)).sock"
   tmux -S "$TMUX_SOCK" new-session -d -s t -x 100 -y 30 "bash -c $(printf %q "$1")"
 }
 screen() { tmux -S "$TMUX_SOCK" capture-pane -p -t t; }
@@ -223,6 +227,15 @@ EOF
   assert_failure
   run ss logs
   assert_success
+  run --separate-stderr ss root -- id -u
+  assert_success
+  assert_output "0"
+  run --separate-stderr ss shell -- sh -c 'cd && pwd'
+  assert_output "/home/sandbox"
+  run --separate-stderr ss login -- true
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: ss login takes no command after '--'
+hint: to run a command: ss exec [PROJECT] -- CMD"
 }
 
 @test "usage and not-found errors" {
@@ -234,4 +247,31 @@ EOF
   assert_equal "$stderr" "ss: error: usage: ss exec [PROJECT] -- CMD [ARGS...]"
   run --separate-stderr ss claude-run
   assert_equal "$status" 64
+}
+
+@test "new --github: gh runs in the running sandbox, where it is logged in, not on the host" {
+  # The sandbox's gh: records its argv and working directory, and answers as a logged-in gh.
+  ss root -- sh -c 'cat > /usr/local/bin/gh && chmod 755 /usr/local/bin/gh' <<'STUB'
+#!/bin/sh
+{ printf '%s ' "$@"; echo; pwd; } >> /tmp/gh.log
+case "$1 $2" in
+  "repo view") echo '{"nameWithOwner":"octo/gh-proj","url":"https://github.com/octo/gh-proj"}' ;;
+esac
+STUB
+  # The host's gh must not be used.
+  mkdir -p "$E2E_ROOT/bin"
+  printf '#!/bin/sh\necho host gh ran >&2\nexit 99\n' > "$E2E_ROOT/bin/gh"
+  chmod 755 "$E2E_ROOT/bin/gh"
+  PATH="$E2E_ROOT/bin:$PATH" run --separate-stderr ss new gh-proj --github
+  ss root -- rm -f /usr/local/bin/gh
+  assert_success
+  assert_equal "$output" "Created: ~/super-sandbox/projects/gh-proj
+GitHub: https://github.com/octo/gh-proj
+
+Ready for Claude Code Web or local sandbox."
+  run ss root -- cat /tmp/gh.log
+  assert_line --index 2 "repo create gh-proj --source=. --remote=origin --public --push "
+  assert_line --index 3 "/home/sandbox/projects/gh-proj"
+  run jq -r .githubRepo "$SS_HOME/projects/gh-proj/.ss/metadata.json"
+  assert_output "octo/gh-proj"
 }
