@@ -26,7 +26,8 @@
 namespace ss {
 namespace {
 
-constexpr const char* kNetworkUrl = "https://deb.debian.org/";
+// The mirror the image comes from, over plain HTTP as apt uses it (no CA store needed).
+constexpr const char* kNetworkUrl = "http://deb.debian.org/debian/";
 
 // $1: the projects folder. Writable by the sandbox user, and a real directory.
 constexpr const char* kProjectDir = R"sh(if [ ! -d "$1" ]; then echo "$1 is missing"; exit 1; fi
@@ -55,7 +56,7 @@ echo "$p is shared from the host; $n working-copy source(s) mounted read-only"
 
 std::string FirstLine(const std::string& text) {
   auto lines = SplitLines(std::string(Trim(text)));
-  return lines.empty() ? "" : lines.back();
+  return lines.empty() ? "" : lines.front();
 }
 
 CheckResult Ok(std::string name, std::string detail) {

@@ -31,6 +31,8 @@ if ! mountpoint -q "$src"; then
   install -d -o sandbox -g sandbox "$home/project-src"
   mkdir -p "$src"
   mount --bind "$shared" "$src"
+  # Private: the copy bound over the shared folder next must not show through here too.
+  mount --make-private "$src"
   mount -o remount,bind,ro "$src"
 fi
 if ! mountpoint -q "$shared"; then

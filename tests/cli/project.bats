@@ -850,6 +850,7 @@ my-app
   assert_output "--from
 --github
 --private
+--copy
 --help"
   run ss --complete new x1 --from ""
   assert_output ""

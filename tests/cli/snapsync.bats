@@ -7,7 +7,7 @@ load helpers
 setup() {
   ss_setup
   stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
-  export PATH="$STUBS:$PATH"
+  export PATH="$STUBS:$SS_BUILD_DIR/libexec/ss:$PATH"
 }
 
 # help_matches_man TOOL PAGE: the options of TOOL --help are those of the man page's OPTIONS.
@@ -50,7 +50,7 @@ help_matches_man() {
 hint: see 'ss-snap --help'"
   run --separate-stderr ss-snap restor x
   assert_equal "$status" 64
-  assert_line --index 1 "hint: did you mean 'restore'?"
+  assert_equal "${stderr_lines[1]}" "hint: did you mean 'restore'?"
   run --separate-stderr ss-snap list --timeout 0
   assert_equal "$status" 64
 }
@@ -100,7 +100,7 @@ hint: or run it from inside the project's folder"
   run --separate-stderr ss sync sn-plain
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-sync: error: project 'sn-plain' is not in working-copy mode
-  the agent works in the shared folder itself: there is no copy to sync
+the agent works in the shared folder itself: there is no copy to sync
 hint: switch it: ss config set projects.sn-plain.mode copy"
   # The project of the current directory.
   cd "$SS_HOME/projects/sn-plain"
@@ -122,7 +122,7 @@ hint: switch it: ss config set projects.sn-plain.mode copy"
   assert_equal "$stderr" "ss-sync: error: usage: ss pull REMOTE LOCAL"
   run --separate-stderr ss-sync sycn
   assert_equal "$status" 64
-  assert_line --index 1 "hint: did you mean 'sync'?"
+  assert_equal "${stderr_lines[1]}" "hint: did you mean 'sync'?"
 }
 
 @test "health-check: no such sandbox; doctor: the backend's probe, exit 1 when none can run" {

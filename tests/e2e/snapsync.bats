@@ -66,7 +66,7 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   run --separate-stderr ss restore sn-before --yes
   assert_success
   assert_line --index 0 "Restored '$SANDBOX' to snapshot 'sn-before'; it is running and answers over SSH."
-  assert_line --index 1 "Projects in $SS_HOME/projects/ are not affected."
+  assert_line --index 1 "Projects in ~/super-sandbox/projects/ are not affected."
   # Reachable at once, no manual step; the changes made after the snapshot are gone.
   run in_sandbox 'test -e ~/junk.txt || test -e /etc/junk || echo clean'
   assert_output "clean"
