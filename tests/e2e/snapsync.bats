@@ -109,8 +109,10 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
     echo 1 > src/keep.js && mkdir -p .git && echo 1 > .git/HEAD"
   run ss sync sn-app
   assert_success
-  run in_sandbox 'cd ~/projects/sn-app && find . -path ./a.txt -o -type f -print | sort'
-  assert_output "./src/keep.js"
+  run in_sandbox 'cd ~/projects/sn-app && find . -type f | sort'
+  assert_line "./src/keep.js"
+  refute_line --regexp '^\./(node_modules|dist|build|\.git|src/build)/'
+  refute_line "./debug.log"
   run in_sandbox cat /etc/ss/sync-exclude
   assert_equal "$(grep -v '^#' <<< "$output")" "$(printf 'node_modules\n.git\ndist\nbuild\n*.log')"
   # The sandbox's own rsync with that file (what sync-project runs) agrees with ss sync.
@@ -134,7 +136,7 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   assert_failure 1
   [[ "${stderr_lines[0]}" == "ss-sync: error: sync would delete or overwrite 2 files changed in the working copy of 'sn-app'" ]]
   [[ "$stderr" == *"  only-copy.txt"* && "$stderr" == *"  shared.txt"* ]]
-  run in_sandbox cat ~/projects/sn-app/shared.txt
+  run in_sandbox 'cat ~/projects/sn-app/shared.txt'
   assert_output "agent-edit"
   run ss sync sn-app --dry-run
   assert_success
@@ -142,7 +144,7 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   assert_line "would delete  only-copy.txt"
   run ss sync sn-app --dry-run --json
   echo "$output" | jq -e '.at_risk == ["only-copy.txt", "shared.txt"] or .at_risk == ["shared.txt", "only-copy.txt"]'
-  run in_sandbox cat ~/projects/sn-app/shared.txt
+  run in_sandbox 'cat ~/projects/sn-app/shared.txt'
   assert_output "agent-edit"
   run ss sync sn-app --force --json
   assert_success
@@ -250,7 +252,7 @@ gone"
   break_it claude "sudo mv $claude $claude.off" "sudo mv $claude.off $claude"
   break_it "project directory" 'chmod 000 ~/projects' 'chmod 755 ~/projects'
   break_it "source mount" 'sudo umount ~/projects/sn-app && sudo umount ~/project-src/sn-app' 'true'
-  ss sync sn-app >/dev/null  # mounts the working copy again
+  ss exec sn-app -- true  # opening the project mounts the working copy again
   kill "$(cat "$BATS_FILE_TMPDIR/chrome.pid")"
   run ss health-check --json
   assert_failure 1
