@@ -328,8 +328,8 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
   if (state == SandboxState::kBroken && !exists()) {
     throw Error(
         kExitCantCreate,
-        Cat("a ", backend_name_, " machine called '", name_,
-            "' exists but this install has no record of it"),
+        Cat("a machine called '", name_, "' exists in ", backend_name_,
+            " but this install has no record of it"),
         {},
         {Cat("delete it with ",
              backend_name_ == "lxd" ? "lxc delete --force " : "your backend's tool: ", name_)});

@@ -166,6 +166,13 @@ int Status(const Options& o, const Config& config) {
   int64_t disk = st.limits.disk > 0 ? st.limits.disk : want.disk;
   int64_t disk_used = guest ? guest->disk_used : st.disk_used;
   int projects = static_cast<int>(ProjectStore().Names().size());
+  std::string why_broken;
+  if (state == SandboxState::kBroken) {
+    why_broken = sandbox.exists()
+                     ? st.detail
+                     : Cat("a machine called '", sandbox.name(), "' exists in ",
+                           sandbox.backend_name(), " that this install did not create");
+  }
 
   if (o.json) {
     Json doc = JsonDocument("SandboxStatus");
@@ -173,6 +180,7 @@ int Status(const Options& o, const Config& config) {
     doc["backend"] = sandbox.backend_name();
     doc["backend_detail"] = probe.reason;
     doc["state"] = StateName(state);
+    doc["state_detail"] = why_broken.empty() ? Json() : Json(why_broken);
     doc["uptime_seconds"] = state == SandboxState::kRunning && uptime >= 0 ? Json(uptime) : Json();
     doc["cpus"] = cpus;
     doc["memory_bytes"] = memory;
@@ -198,6 +206,7 @@ int Status(const Options& o, const Config& config) {
   std::string vm = StateName(state);
   if (state == SandboxState::kRunning) vm += Cat(" (uptime: ", FormatUptime(uptime), ")");
   if (state == SandboxState::kNotExists) vm = "not created (it is created on first use)";
+  if (!why_broken.empty()) vm += Cat(" (", why_broken, ")");
   std::cout << "VM:        " << vm << "\n";
   std::cout << "CPU:       " << cpus << (cpus == 1 ? " core" : " cores") << "\n";
   std::cout << "Memory:    " << FormatSizeHuman(memory) << used(memory_used) << "\n";

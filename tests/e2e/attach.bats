@@ -275,3 +275,18 @@ Ready for Claude Code Web or local sandbox."
   run jq -r .githubRepo "$SS_HOME/projects/gh-proj/.ss/metadata.json"
   assert_output "octo/gh-proj"
 }
+
+@test "a machine this install did not create: status says so, start refuses and leaves it be" {
+  other="$E2E_ROOT/other-install"
+  mkdir -p "$other"
+  SS_HOME="$other" run --separate-stderr ss vm status --sandbox "$SANDBOX"
+  assert_success
+  assert_line --index 0 "VM:        broken (a machine called '$SANDBOX' exists in lxd that this install did not create)"
+  SS_HOME="$other" run --separate-stderr ss vm status --sandbox "$SANDBOX" --json
+  assert_equal "$(jq -r .state_detail <<< "$output")" "a machine called '$SANDBOX' exists in lxd that this install did not create"
+  SS_HOME="$other" run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_equal "$status" 73
+  assert_equal "${stderr_lines[1]}" "ss-vm: error: a machine called '$SANDBOX' exists in lxd but this install has no record of it"
+  run ss proj -- true
+  assert_success
+}
