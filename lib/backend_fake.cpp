@@ -55,19 +55,24 @@ SshTarget FakeBackend::Ssh(const std::string& name) {
 }
 
 void FakeBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
-  Get(name).snapshots.push_back({snapshot, std::chrono::system_clock::now()});
+  Machine& m = Get(name);
+  if (m.saved.count(snapshot))
+    throw Error(kExitCantCreate, Cat("snapshot '", snapshot, "' exists"));
+  m.snapshots.push_back({snapshot, std::chrono::system_clock::now()});
+  m.saved[snapshot] = m.files;
 }
 
+// Like LXD: the disk comes back, the machine stays in the state it was in.
 void FakeBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
   Machine& m = Get(name);
-  auto it = std::find_if(m.snapshots.begin(), m.snapshots.end(),
-                         [&](const Snapshot& s) { return s.name == snapshot; });
-  if (it == m.snapshots.end()) throw Error(kExitNoInput, Cat("no snapshot '", snapshot, "'"));
-  m.state = SandboxState::kRunning;
+  auto it = m.saved.find(snapshot);
+  if (it == m.saved.end()) throw Error(kExitNoInput, Cat("no snapshot '", snapshot, "'"));
+  m.files = it->second;
 }
 
 void FakeBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
   Machine& m = Get(name);
+  if (!m.saved.erase(snapshot)) throw Error(kExitNoInput, Cat("no snapshot '", snapshot, "'"));
   m.snapshots.erase(std::remove_if(m.snapshots.begin(), m.snapshots.end(),
                                    [&](const Snapshot& s) { return s.name == snapshot; }),
                     m.snapshots.end());

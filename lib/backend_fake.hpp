@@ -17,6 +17,9 @@ class FakeBackend : public Backend {
     SandboxSpec spec;
     std::vector<Snapshot> snapshots;
     int starts = 0;
+    // The machine's "disk": what snapshots save and restores bring back.
+    std::map<std::string, std::string> files;
+    std::map<std::string, std::map<std::string, std::string>> saved;  // by snapshot name
   };
 
   std::string Name() const override { return "fake"; }

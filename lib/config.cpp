@@ -45,6 +45,7 @@ Json DefaultExclude() { return Json::array({"node_modules", ".git", "dist", "bui
 Json DefaultEmptyList() { return Json::array(); }
 Json DefaultCdpPort() { return 9222; }
 Json DefaultShell() { return "bash"; }
+Json DefaultMode() { return "mount"; }
 Json DefaultFeed() { return "https://supersandbox.dev/releases"; }
 
 const std::vector<std::string> kBackends = {"auto",   "qemu", "lxd", "docker",
@@ -153,6 +154,15 @@ std::vector<KeySpec> BuildSchema() {
        nullptr,
        "",
        DefaultExclude,
+       ""});
+  add({"projects.*.mode",
+       ValueType::kEnum,
+       "mount: the agent works in the shared folder; copy: in a working copy kept by ss sync",
+       {"mount", "copy"},
+       nullptr,
+       nullptr,
+       "",
+       DefaultMode,
        ""});
   add({"secrets",
        ValueType::kStringList,

@@ -9,7 +9,8 @@ namespace po = boost::program_options;
 
 namespace ss {
 
-const char* const kProjectUsage = R"(usage: ss new NAME [--from PATH] [--github [--private]]
+const char* const kProjectUsage =
+    R"(usage: ss new NAME [--from PATH] [--github [--private]] [--copy]
        ss list [--json] [--no-size]
        ss delete NAME [--yes]
        ss project show NAME [--json]
@@ -25,6 +26,8 @@ Options:
   --from PATH   new: copy this folder or git clone (history and all) instead of the scaffold
   --github      new: also create a GitHub repository with gh (public unless --private)
   --private     new: make that GitHub repository private
+  --copy        new: the agent works in a copy on the sandbox's disk (projects.NAME.mode: copy;
+                see ss-sync(1))
   --json        list, show: print one JSON document (see ss-json(7))
   --no-size     list: leave out the sizes (faster)
   -y, --yes     delete: do not ask (required when standard input is not a terminal)
@@ -51,6 +54,7 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
       ("from", po::value<std::string>(), "")  //
       ("github", "")                          //
       ("private", "")                         //
+      ("copy", "")                            //
       ("json", "")                            //
       ("no-size", "")                         //
       ("yes,y", "")                           //
@@ -95,9 +99,10 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
     std::vector<ProjectOptions::Command> commands;
   };
   using C = ProjectOptions::Command;
-  const FlagUse uses[] = {{"from", {C::kNew}},     {"github", {C::kNew}},
-                          {"private", {C::kNew}},  {"json", {C::kList, C::kShow}},
-                          {"no-size", {C::kList}}, {"yes", {C::kDelete}}};
+  const FlagUse uses[] = {
+      {"from", {C::kNew}},  {"github", {C::kNew}},          {"private", {C::kNew}},
+      {"copy", {C::kNew}},  {"json", {C::kList, C::kShow}}, {"no-size", {C::kList}},
+      {"yes", {C::kDelete}}};
   for (const auto& use : uses) {
     if (!vm.count(use.flag)) continue;
     if (std::find(use.commands.begin(), use.commands.end(), o.command) == use.commands.end()) {
@@ -107,6 +112,7 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   if (vm.count("from")) o.from = vm["from"].as<std::string>();
   o.github = vm.count("github") > 0;
   o.is_private = vm.count("private") > 0;
+  o.copy = vm.count("copy") > 0;
   o.json = vm.count("json") > 0;
   o.no_size = vm.count("no-size") > 0;
   o.yes = vm.count("yes") > 0;
@@ -117,7 +123,8 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   if (o.is_private && !o.github) Usage("--private needs --github", command);
 
   std::vector<std::string> rest(words.empty() ? words.end() : words.begin() + 1, words.end());
-  const char* shape = o.command == C::kNew    ? "ss new NAME [--from PATH] [--github [--private]]"
+  const char* shape = o.command == C::kNew
+                          ? "ss new NAME [--from PATH] [--github [--private]] [--copy]"
                       : o.command == C::kList ? "ss list [--json] [--no-size]"
                       : o.command == C::kShow ? "ss project show NAME [--json]"
                       : o.command == C::kPath ? "ss project path [NAME]"

@@ -16,6 +16,7 @@ struct ProjectOptions {
   std::string from;         // new --from PATH
   bool github = false;      // new --github
   bool is_private = false;  // new --private
+  bool copy = false;        // new --copy: projects.<name>.mode: copy
   bool json = false;        // list, show
   bool no_size = false;     // list
   bool yes = false;         // delete

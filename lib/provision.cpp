@@ -21,13 +21,6 @@ std::string RenderUserData(const ProvisionInput& in) {
     throw Error(kExitConfig, Cat("unknown sandbox shell '", in.shell, "'"), {},
                 {"use bash or fish (sandboxes.NAME.shell in config.yaml)"});
   }
-  std::string exclude;
-  for (const auto& e : in.sync_exclude) {
-    if (e.empty() || e.find('\n') != std::string::npos) {
-      throw Error(kExitConfig, Cat("sync.exclude: invalid entry '", e, "'"));
-    }
-    exclude += e + "\n";
-  }
   const std::string body = "      ";
   return RenderTemplate(
       RequireResource("cloud-init/user-data"),
@@ -36,7 +29,7 @@ std::string RenderUserData(const ProvisionInput& in) {
        {"shell_bash", Indent(std::string(RequireResource("shell/ss.bash")), body)},
        {"shell_fish", Indent(std::string(RequireResource("shell/ss.fish")), body)},
        {"shell_install", Indent(std::string(RequireResource("shell/install")), body)},
-       {"sync_exclude", Indent(exclude, body)},
+       {"sync_exclude", Indent(in.sync_exclude, body)},
        {"client_public_key", in.client_public_key},
        {"host_private_key", Indent(in.host_private_key, "    ")},
        {"host_public_key", in.host_public_key},

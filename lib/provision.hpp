@@ -17,9 +17,9 @@ struct ProvisionInput {
   std::string host_private_key;   // OpenSSH format
   std::string host_public_key;
   int cdp_port = 9222;
-  std::string shell = "bash";             // the sandbox user's login shell: bash or fish
-  std::vector<std::string> sync_exclude;  // sync.exclude: written to /etc/ss/sync-exclude
-  std::string extra;  // more top-level cloud-config (a backend's mounts), or empty
+  std::string shell = "bash";  // the sandbox user's login shell: bash or fish
+  std::string sync_exclude;    // the text of /etc/ss/sync-exclude (see working_copy.hpp)
+  std::string extra;           // more top-level cloud-config (a backend's mounts), or empty
 };
 
 std::string RenderUserData(const ProvisionInput& in);

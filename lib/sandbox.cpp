@@ -18,6 +18,7 @@
 #include "ssh_keys.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
+#include "working_copy.hpp"
 
 namespace ss {
 namespace {
@@ -200,7 +201,7 @@ void Sandbox::Create(Progress& progress) {
   in.cdp_port = static_cast<int>(config_.Int("browser.cdp_port"));
   in.shell =
       login_shell_.empty() ? config_.SandboxValue(name_, "shell").get<std::string>() : login_shell_;
-  in.sync_exclude = config_.List("sync.exclude");
+  in.sync_exclude = RenderSyncExclude(SyncExcludes(config_));
   spec.meta_data = RenderMetaData(in);
   spec.user_data = RenderUserData(in);
   WriteRecord(image.id, false);
@@ -423,7 +424,15 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
       throw VmFailedToStart(backend_name_, e.what());
     }
     // First boot provisions: give it longer.
-    return WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
+    auto conn = WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
+    // The save point `ss restore clean-baseline` returns to.
+    progress.Step("taking the clean-baseline snapshot");
+    try {
+      backend_->TakeSnapshot(name_, "clean-baseline");
+    } catch (const Error& e) {
+      Warn(Cat("no clean-baseline snapshot of '", name_, "': ", e.what()));
+    }
+    return conn;
   }
   if (state == SandboxState::kStopped) {
     try {

@@ -24,6 +24,7 @@
 #include "timefmt.hpp"
 #include "tool.hpp"
 #include "update.hpp"
+#include "working_copy.hpp"
 
 namespace ss {
 namespace {
@@ -143,6 +144,8 @@ Options ParseArgs(const Args& args) {
   return o;
 }
 
+std::string ProjectDir(const std::string& project);
+
 class Session {
  public:
   explicit Session(const Options& o)
@@ -223,6 +226,15 @@ class Session {
   }
   Config& config() { return config_; }
 
+  // The project's directory in the sandbox; in working-copy mode, with the copy and its
+  // read-only source in place first (they do not survive a restart of the sandbox).
+  std::string Dir(const std::string& project) {
+    if (!project.empty() && IsCopyMode(config_, project)) {
+      PrepareWorkingCopy(Connect(), config_, project);
+    }
+    return ProjectDir(project);
+  }
+
  private:
   const Options& o_;
   Config config_;
@@ -278,10 +290,10 @@ int OpenProject(const Options& o) {
   RequireProject(name);
   if (!o.has_command) CheckForUpdates();
   Session s(o);
-  if (o.has_command) return s.Stream(o.command, ProjectDir(name));
+  if (o.has_command) return s.Stream(o.command, s.Dir(name));
   if (o.terminal) {
     auto browser = StartBrowser(s.Connect(), s.config());
-    return s.Interactive({}, ProjectDir(name));
+    return s.Interactive({}, s.Dir(name));
   }
   std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
   s.Connect();
@@ -290,7 +302,7 @@ int OpenProject(const Options& o) {
   std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
   if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
   Note(Cat("\n", Box(banner, 55, 2)));
-  return s.Interactive(agent, ProjectDir(name));
+  return s.Interactive(agent, s.Dir(name));
 }
 
 // Opens `name` as `ss NAME` does.
@@ -481,7 +493,7 @@ int RunOptions(const Options& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     if (o.verb == "claude-resume") argv.push_back("--continue");
-    return s.Interactive(argv, ProjectDir(project));
+    return s.Interactive(argv, s.Dir(project));
   }
   if (o.verb == "claude-run") {
     if (o.words.empty() || o.words.size() > 2) {
@@ -496,7 +508,7 @@ int RunOptions(const Options& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     argv.insert(argv.end(), {"-p", o.words.back()});
-    return s.Stream(argv, ProjectDir(project));
+    return s.Stream(argv, s.Dir(project));
   }
   if (o.verb == "exec") {
     if (!o.has_command || o.command.empty()) {
@@ -504,7 +516,7 @@ int RunOptions(const Options& o) {
     }
     std::string project = OptionalProject(o, 1);
     Session s(o);
-    return s.Stream(o.command, ProjectDir(project));
+    return s.Stream(o.command, s.Dir(project));
   }
   if (o.verb == "docker") {
     std::vector<std::string> argv{"docker"};

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "config.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
 #include "fs.hpp"
@@ -83,7 +84,11 @@ int New(const ProjectOptions& o) {
   }
   Project p = store.Create(o.name, CreateOptions{o.from});
   WarnIfCommandName(p.name);
+  if (o.copy) SetConfigValue(ConfigPath(), Cat("projects.", p.name, ".mode"), "copy");
   std::cout << "Created: " << DisplayPath(p.path) << "\n";
+  if (o.copy) {
+    std::cout << "Mode: working copy (the agent works in a copy; ss sync, ss diff, ss apply)\n";
+  }
   if (!o.from.empty()) std::cout << "Imported from: " << DisplayPath(o.from) << "\n";
   if (!o.github) {
     if (o.from.empty()) {
@@ -246,7 +251,7 @@ int Complete(const Args& words) {
     for (const auto& name : ProjectStore().Names()) std::cout << name << "\n";
   };
   if (command == "new") {
-    print({"--from", "--github", "--private", "--help"});
+    print({"--from", "--github", "--private", "--copy", "--help"});
   } else if (command == "list") {
     print({"--json", "--no-size", "--help"});
   } else if (command == "show") {

@@ -1,5 +1,6 @@
 // ss-vm: sandboxes. Start, stop, status, reset and delete a sandbox; build and manage the base
 // image; prepare the host for a backend. `ss status|start|stop|reset` come here.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <iomanip>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "browser.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "health.hpp"
 #include "host_setup.hpp"
 #include "image.hpp"
 #include "json_out.hpp"
@@ -45,6 +47,8 @@ Commands:
   image ls              list built images (--json)
   image rm ID           remove a built image (--yes)
   setup                 prepare this host for a backend (--backend; --stop undoes it)
+  health-check [NAME]   check the sandbox component by component (--json); `ss health-check`
+  doctor                check the host: virtualization, backends, disk, browser (--json)
 
 Options:
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
@@ -497,10 +501,47 @@ int Setup(const Options& o) {
   return 0;
 }
 
+int PrintChecks(const std::vector<CheckResult>& checks, const Options& o, Json doc) {
+  bool failed = AnyFailed(checks);
+  if (o.json) {
+    doc["ok"] = !failed;
+    doc["checks"] = ChecksJson(checks);
+    PrintJson(doc);
+  } else {
+    std::cout << FormatChecks(checks);
+  }
+  return failed ? kExitFailure : 0;
+}
+
+int HealthCheck(const Options& o, const Config& config) {
+  if (o.words.size() > 2) {
+    throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"), {},
+                {"usage: ss health-check [SANDBOX]"});
+  }
+  std::string name = o.words.size() == 2 ? o.words[1] : ResolveSandboxName(o.sandbox);
+  ValidateSandboxName(name);
+  auto known = KnownSandboxes();
+  if (std::find(known.begin(), known.end(), name) == known.end()) {
+    throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"), {},
+                {"list them: ss vm list"});
+  }
+  Sandbox sandbox(name, config);
+  Json doc = JsonDocument("HealthCheck");
+  doc["sandbox"] = name;
+  return PrintChecks(ss::HealthCheck(sandbox, config), o, doc);
+}
+
+int Doctor(const Options& o, const Config& config) {
+  if (o.words.size() > 1) {
+    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
+                {"usage: ss doctor [--json]"});
+  }
+  return PrintChecks(ss::Doctor(config), o, JsonDocument("Doctor"));
+}
+
 int Complete(const Args& words) {
   if (words.size() <= 1) {
-    for (const char* w :
-         {"start", "stop", "status", "reset", "delete", "list", "backends", "image", "setup"}) {
+    for (const char* w : {"start", "stop", "status", "reset", "delete", "list", "backends", "image", "setup", "health-check", "doctor"}) {
       std::cout << w << "\n";
     }
     return 0;
@@ -536,6 +577,8 @@ int Run(const Options& o) {
   const std::string& cmd = o.words[0];
   if (cmd == "image") return Image(o);
   if (cmd == "setup") return Setup(o);
+  if (cmd == "health-check") return HealthCheck(o, Config::Load());
+  if (cmd == "doctor") return Doctor(o, Config::Load());
   if (o.words.size() > 1) {
     throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
                 {"see 'ss vm --help'"});
@@ -549,8 +592,7 @@ int Run(const Options& o) {
   if (cmd == "list" || cmd == "ls") return List(o, config);
   if (cmd == "backends") return Backends(o, config);
   std::vector<std::string> hints;
-  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "backends",
-                                 "image", "setup"})) {
+  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "backends", "image", "setup", "health-check", "doctor"})) {
     hints.push_back(Cat("did you mean '", *guess, "'?"));
   }
   hints.push_back("see 'ss vm --help'");

@@ -308,7 +308,7 @@ hint: the project was created without a GitHub repository; to add one later: cd 
 @test "new: usage errors exit 64" {
   run --separate-stderr ss new
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: usage: ss new NAME [--from PATH] [--github [--private]]
+  assert_equal "$stderr" "ss-project: error: usage: ss new NAME [--from PATH] [--github [--private]] [--copy]
 hint: see 'ss new --help'"
   run --separate-stderr ss new x1 --private
   assert_equal "$status" 64
@@ -795,7 +795,7 @@ Or choose a different name:
 @test "--help: usage on stdout, exit 0, from every form" {
   run --separate-stderr "$SSP" --help
   assert_success
-  assert_line --index 0 "usage: ss new NAME [--from PATH] [--github [--private]]"
+  assert_line --index 0 "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]"
   help="$output"
   for form in "ss new --help" "ss list -h" "ss delete --help" "ss project show --help" "ss project --help"; do
     run $form
@@ -810,7 +810,7 @@ Or choose a different name:
   man_opts=$(sed -n '/^# OPTIONS/,/^# /p' "$SS_SOURCE_DIR/man/ss-project.1.scd" | grep -E '^\*-' \
     | grep -oE -- '--?[a-z][a-z-]*' | sort -u)
   assert_equal "$man_opts" "$help_opts"
-  assert_equal "$(echo "$help_opts" | tr '\n' ' ')" "--from --github --help --json --no-size --private --yes -h -y "
+  assert_equal "$(echo "$help_opts" | tr '\n' ' ')" "--copy --from --github --help --json --no-size --private --yes -h -y "
   for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" ENVIRONMENT FILES EXAMPLES "SEE ALSO"; do
     grep -qx "# $section" "$SS_SOURCE_DIR/man/ss-project.1.scd"
   done
@@ -851,6 +851,7 @@ my-app
   assert_output "--from
 --github
 --private
+--copy
 --help"
   run ss --complete new x1 --from ""
   assert_output ""

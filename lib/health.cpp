@@ -1,0 +1,342 @@
+#include "health.hpp"
+
+#include <dirent.h>
+#include <pwd.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "backend.hpp"
+#include "config.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "project.hpp"
+#include "sandbox.hpp"
+#include "size.hpp"
+#include "ssh.hpp"
+#include "strings.hpp"
+#include "working_copy.hpp"
+
+namespace ss {
+namespace {
+
+// The mirror the image comes from, over plain HTTP as apt uses it (no CA store needed).
+constexpr const char* kNetworkUrl = "http://deb.debian.org/debian/";
+
+// $1: the projects folder. Writable by the sandbox user, and a real directory.
+constexpr const char* kProjectDir = R"sh(if [ ! -d "$1" ]; then echo "$1 is missing"; exit 1; fi
+if [ ! -w "$1" ] || [ ! -x "$1" ] || [ ! -r "$1" ]; then echo "$1 is not writable by $(id -un)"; exit 1; fi
+echo "$1 is writable"
+)sh";
+
+// $1: the projects folder; the rest: projects in working-copy mode. The shared folder is a
+// mount, and each copy made so far has its read-only source mounted.
+constexpr const char* kSourceMount = R"sh(p=$1; shift
+if ! findmnt -rn --mountpoint "$p" >/dev/null; then echo "$p is not mounted from the host"; exit 1; fi
+n=0
+for name; do
+  [ -d "$HOME/.ss/copies/$name" ] || continue
+  s=$HOME/project-src/$name
+  o=$(findmnt -rn -o OPTIONS --mountpoint "$s") || { echo "$s is not mounted (ss sync $name mounts it again)"; exit 1; }
+  case ",$o," in
+    *,ro,*) ;;
+    *) echo "$s is mounted read-write"; exit 1 ;;
+  esac
+  if ! ls "$s" >/dev/null 2>&1; then echo "$s cannot be read"; exit 1; fi
+  n=$((n + 1))
+done
+echo "$p is shared from the host; $n working-copy source(s) mounted read-only"
+)sh";
+
+std::string FirstLine(const std::string& text) {
+  auto lines = SplitLines(std::string(Trim(text)));
+  return lines.empty() ? "" : lines.front();
+}
+
+CheckResult Ok(std::string name, std::string detail) {
+  return {std::move(name), CheckStatus::kOk, std::move(detail), ""};
+}
+CheckResult Failed(std::string name, std::string detail, std::string fix = "") {
+  return {std::move(name), CheckStatus::kFailed, std::move(detail), std::move(fix)};
+}
+CheckResult Warning(std::string name, std::string detail, std::string fix = "") {
+  return {std::move(name), CheckStatus::kWarning, std::move(detail), std::move(fix)};
+}
+
+// Runs argv in the sandbox; ok with its output, failed with its error.
+CheckResult Remote(SshConnection& conn, std::string name, const std::vector<std::string>& argv,
+                   const std::string& ok_detail, const std::string& fix) {
+  try {
+    ExecResult r = conn.Exec(argv);
+    if (r.status == 0) {
+      std::string out = FirstLine(r.out);
+      return Ok(std::move(name), ok_detail.empty() ? out : ok_detail);
+    }
+    std::string why = FirstLine(r.err.empty() ? r.out : r.err);
+    if (r.status == 127) why = Cat(argv[0], ": command not found");
+    if (why.empty()) why = Cat(argv[0], " exited with status ", r.status);
+    return Failed(std::move(name), why, fix);
+  } catch (const Error& e) {
+    return Failed(std::move(name), e.what(), fix);
+  }
+}
+
+CheckResult BrowserBridge(SshConnection& conn, int port) {
+  const std::string name = "browser bridge";
+  try {
+    // The tunnel ss attach sets up: the sandbox's 127.0.0.1:PORT to the host's. When a session
+    // already holds the port, its forward is what gets tested.
+    conn.ForwardRemote("127.0.0.1", port, [port]() -> std::optional<SocketAddress> {
+      SocketAddress a;
+      a.host = "127.0.0.1";
+      a.port = port;
+      return a;
+    });
+  } catch (const Error& e) {
+    Debug(Cat("health: forward of port ", port, " not made: ", e.what()));
+  }
+  std::string url = Cat("http://127.0.0.1:", port, "/json/version");
+  try {
+    ExecResult r = conn.Exec({"curl", "-sS", "-f", "-m", "5", url});
+    if (r.status == 0) {
+      std::string browser;
+      try {
+        browser = Json::parse(r.out).value("Browser", "");
+      } catch (const Json::exception&) {
+      }
+      return Ok(name, Cat(browser.empty() ? "a browser" : browser, " answers on port ", port,
+                          " through the tunnel"));
+    }
+    return Failed(
+        name,
+        Cat("no browser answers on the host's port ", port, " through the tunnel (",
+            FirstLine(r.err), ")"),
+        Cat("start Chrome with --remote-debugging-port=", port, ", or set browser.cdp_port"));
+  } catch (const Error& e) {
+    return Failed(name, e.what());
+  }
+}
+
+std::vector<std::string> CopyModeProjects(const Config& config) {
+  std::vector<std::string> out;
+  for (const auto& name : ProjectStore().Names()) {
+    if (IsCopyMode(config, name)) out.push_back(name);
+  }
+  return out;
+}
+
+std::string Virtualization() {
+#ifdef __APPLE__
+  return "HVF (Hypervisor.framework)";
+#else
+  bool dev_kvm = PathExists("/dev/kvm");
+  if (dev_kvm && IsDirectory("/sys/module/kvm_pvm")) {
+    return "PVM: /dev/kvm runs only PVM guests, so QEMU uses TCG (software, slow)";
+  }
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool hw = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line);
+      std::string w;
+      while (words >> w) hw = hw || w == "vmx" || w == "svm";
+      break;
+    }
+  }
+  if (dev_kvm && hw) return "KVM (hardware virtualization)";
+  if (hw)
+    return "TCG: the CPU has virtualization but /dev/kvm is missing (load kvm_intel or kvm_amd)";
+  return "TCG: no hardware virtualization (software, slow)";
+#endif
+}
+
+CheckResult DiskSpace() {
+  std::string path = SsHome();
+  while (!path.empty() && path != "/" && !PathExists(path)) path = Dirname(path);
+  struct statvfs vfs {};
+  if (path.empty() || ::statvfs(path.c_str(), &vfs) != 0) {
+    return Warning("disk space", Cat("cannot tell the free space of ", SsHome()));
+  }
+  int64_t free = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  std::string detail = Cat(FormatSizeHuman(free), " free in ", path);
+  if (free < 5 * kGiB)
+    return Failed("disk space", detail, "free at least 5GB: sandboxes and images need it");
+  return Ok("disk space", detail);
+}
+
+CheckResult HostProgram(const std::string& name, const std::vector<std::string>& candidates,
+                        const std::string& why) {
+  for (const auto& c : candidates) {
+    std::optional<std::string> path =
+        c[0] == '/' ? (PathExists(c) ? std::optional<std::string>(c) : std::nullopt)
+                    : FindInPath(c);
+    if (!path) continue;
+    ProcessOptions o;
+    o.timeout = std::chrono::seconds(10);
+    ProcessResult r = Run({*path, "--version"}, o);
+    std::string version = r.ok() ? FirstLine(r.out) : "";
+    return Ok(name, version.empty() ? *path : Cat(version, " (", *path, ")"));
+  }
+  return Warning(name, "not found", why);
+}
+
+CheckResult BridgeSocket() {
+  const char* user = std::getenv("SUDO_USER");
+  std::string name = user && *user ? user : "";
+  if (name.empty()) {
+    if (passwd* pw = ::getpwuid(::getuid())) name = pw->pw_name;
+  }
+  std::string dir = Cat("/tmp/claude-mcp-browser-bridge-", name);
+  int sockets = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n.substr(n.size() - 5) == ".sock") ++sockets;
+    }
+    ::closedir(d);
+  }
+  if (sockets > 0) return Ok("bridge socket", Cat(sockets, " Claude in Chrome socket(s) in ", dir));
+  return Warning(
+      "bridge socket", Cat("no Claude in Chrome socket in ", dir),
+      "open Chrome with the Claude extension; or use Chrome DevTools (browser.cdp_port)");
+}
+
+}  // namespace
+
+const char* CheckStatusName(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kOk:
+      return "ok";
+    case CheckStatus::kWarning:
+      return "warning";
+    case CheckStatus::kFailed:
+      return "FAILED";
+  }
+  return "?";
+}
+
+bool AnyFailed(const std::vector<CheckResult>& checks) {
+  for (const auto& c : checks) {
+    if (c.status == CheckStatus::kFailed) return true;
+  }
+  return false;
+}
+
+std::string FormatChecks(const std::vector<CheckResult>& checks) {
+  size_t width = 0;
+  for (const auto& c : checks) width = std::max(width, c.name.size());
+  std::string out;
+  for (const auto& c : checks) {
+    std::string status = CheckStatusName(c.status);
+    out += Cat(c.name, std::string(width + 2 - c.name.size(), ' '), status,
+               std::string(9 - status.size(), ' '), c.detail, "\n");
+    if (!c.fix.empty() && c.status != CheckStatus::kOk) {
+      out += Cat(std::string(width + 11, ' '), "fix: ", c.fix, "\n");
+    }
+  }
+  return out;
+}
+
+Json ChecksJson(const std::vector<CheckResult>& checks) {
+  Json items = Json::array();
+  for (const auto& c : checks) {
+    Json j = {{"name", c.name},
+              {"ok", c.status != CheckStatus::kFailed},
+              {"status", c.status == CheckStatus::kFailed ? "failed" : CheckStatusName(c.status)},
+              {"detail", c.detail}};
+    j["fix"] = c.fix.empty() ? Json() : Json(c.fix);
+    items.push_back(j);
+  }
+  return items;
+}
+
+std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
+  std::vector<CheckResult> checks;
+  std::unique_ptr<SshConnection> conn;
+  SandboxState state = sandbox.State();
+  if (state != SandboxState::kRunning) {
+    checks.push_back(Failed("ssh", Cat("sandbox '", sandbox.name(), "' is ", StateName(state)),
+                            "start it: ss start"));
+  } else {
+    try {
+      SshOptions o = sandbox.Options();
+      o.connect_timeout = std::chrono::seconds(5);
+      conn = std::make_unique<SshConnection>(sandbox.Endpoint(), o);
+      ExecResult r = conn->Exec({"true"});
+      if (r.status != 0) throw Error(kExitRemote, Cat("`true` exited with status ", r.status));
+      const SshEndpoint& e = conn->endpoint();
+      checks.push_back(Ok("ssh", Cat(e.user, "@", e.host, ":", e.port, ", host key pinned")));
+    } catch (const Error& e) {
+      conn.reset();
+      checks.push_back(Failed("ssh", e.what(), "see: ss status; ss doctor"));
+    }
+  }
+  const std::vector<std::string> names = {"network",           "docker",       "claude",
+                                          "project directory", "source mount", "browser bridge"};
+  if (!conn) {
+    for (const auto& n : names) checks.push_back(Failed(n, "not checked: no SSH connection"));
+    return checks;
+  }
+  checks.push_back(
+      Remote(*conn, "network", {"curl", "-sS", "-o", "/dev/null", "-m", "10", "-I", kNetworkUrl},
+             Cat(kNetworkUrl, " answers"), "check the sandbox's network: ss exec ip route"));
+  checks.push_back(Remote(
+      *conn, "docker",
+      {"timeout", "30", "docker", "version", "--format", "docker {{.Server.Version}} answers"}, "",
+      "start it: ss exec sudo systemctl start docker"));
+  checks.push_back(Remote(*conn, "claude", {"claude", "--version"}, "",
+                          "reinstall it: npm install -g @anthropic-ai/claude-code"));
+  checks.push_back(Remote(*conn, "project directory",
+                          {"sh", "-c", kProjectDir, "ss-health", "/home/sandbox/projects"}, "",
+                          "check the sandbox's projects folder: ss exec ls -ld projects"));
+  std::vector<std::string> source = {"sh", "-c", kSourceMount, "ss-health",
+                                     "/home/sandbox/projects"};
+  for (const auto& p : CopyModeProjects(config)) source.push_back(p);
+  checks.push_back(
+      Remote(*conn, "source mount", source, "",
+             Cat("restart the sandbox (ss stop; ss start), or recreate it: ss reset")));
+  checks.push_back(BrowserBridge(*conn, static_cast<int>(config.Int("browser.cdp_port"))));
+  return checks;
+}
+
+std::vector<CheckResult> Doctor(const Config& config) {
+  std::vector<CheckResult> checks;
+  checks.push_back(Ok("virtualization", Virtualization()));
+  std::vector<CheckResult> backends;
+  bool any = false;
+  for (const auto& name : BackendNames()) {
+    Probe p;
+    try {
+      p = MakeBackend(name, config)->CheckHost();
+    } catch (const Error& e) {
+      p.reason = e.what();
+    }
+    any = any || p.usable;
+    backends.push_back(p.usable ? Ok(Cat("backend ", name), p.reason)
+                                : Warning(Cat("backend ", name), p.reason, p.fix));
+  }
+  for (auto& b : backends) {
+    if (!any) b.status = CheckStatus::kFailed;
+    checks.push_back(b);
+  }
+  checks.push_back(DiskSpace());
+  checks.push_back(HostProgram("claude code", {"claude"},
+                               "install it on the host for Claude in Chrome: "
+                               "npm install -g @anthropic-ai/claude-code"));
+  checks.push_back(
+      HostProgram("chrome",
+                  {"google-chrome", "google-chrome-stable", "chromium", "chromium-browser",
+                   "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"},
+                  "install Google Chrome (or Chromium) for the browser bridge"));
+  checks.push_back(BridgeSocket());
+  return checks;
+}
+
+}  // namespace ss

@@ -1,0 +1,321 @@
+#include "sync.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "config.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "output.hpp"
+#include "process.hpp"
+#include "sandbox.hpp"
+#include "snapshot.hpp"
+#include "ssh.hpp"
+#include "strings.hpp"
+#include "timefmt.hpp"
+#include "working_copy.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kBackupDir = "/home/sandbox/.ss/sync-backups";
+
+// diff(1) of each path read from stdin (one a line): $1 is the source, $2 the copy.
+constexpr const char* kDiffScript = R"sh(src=$1 copy=$2
+while IFS= read -r f; do
+  diff -uN --label "a/$f" --label "b/$f" -- "$src/$f" "$copy/$f"
+  [ $? -le 1 ] || exit 2
+done
+exit 0
+)sh";
+
+std::vector<std::string> Rsync(bool dry_run, const std::string& from, const std::string& to) {
+  std::vector<std::string> argv = {"rsync", "-a", "--delete",
+                                   Cat("--exclude-from=", kSyncExcludeFile), "--out-format=%i %n"};
+  if (dry_run) argv.push_back("--dry-run");
+  argv.push_back(from + "/");
+  argv.push_back(to + "/");
+  return argv;
+}
+
+ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, std::string_view what,
+                   const ExecOptions& options = {}) {
+  ExecResult r = conn.Exec(argv, options);
+  if (r.status != 0) {
+    throw Error(
+        kExitRemote, Cat(what, ": ", argv[0], " exited with status ", r.status), {},
+        {std::string(Trim(r.err)).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
+  }
+  return r;
+}
+
+bool SafeRelative(const std::string& path) {
+  if (path.empty() || path[0] == '/') return false;
+  for (const auto& part : Split(path, '/')) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+std::string Plural(size_t n, std::string_view one, std::string_view many) {
+  return Cat(n, " ", n == 1 ? one : many);
+}
+
+}  // namespace
+
+bool ItemizedChange::content() const {
+  if (directory()) return false;
+  if (deleting()) return true;
+  return !code.empty() && (code[0] == '>' || code[0] == 'c' || code[0] == '<' || code[0] == 'h');
+}
+
+std::vector<ItemizedChange> ParseItemized(std::string_view out) {
+  std::vector<ItemizedChange> changes;
+  for (const auto& line : SplitLines(out)) {
+    if (line.size() < 13 || line[11] != ' ') continue;
+    ItemizedChange c;
+    c.code = std::string(Trim(line.substr(0, 11)));
+    c.path = line.substr(12);
+    if (c.path == "./") continue;
+    changes.push_back(std::move(c));
+  }
+  return changes;
+}
+
+std::vector<std::string> FindPruneArgs(const std::vector<std::string>& patterns) {
+  std::vector<std::string> terms;
+  for (std::string p : patterns) {
+    bool dir_only = false;
+    if (p.size() > 1 && p.back() == '/') {
+      p.pop_back();
+      dir_only = true;
+    }
+    // Rules ("+ x", "- x", "!") and anchored or path patterns are left to rsync.
+    if (p.empty() || p.find('/') != std::string::npos || p.find("**") != std::string::npos ||
+        p.rfind("+ ", 0) == 0 || p.rfind("- ", 0) == 0 || p == "!") {
+      continue;
+    }
+    if (!terms.empty()) terms.push_back("-o");
+    if (dir_only) {
+      terms.insert(terms.end(), {"(", "-type", "d", "-name", p, ")"});
+    } else {
+      terms.insert(terms.end(), {"-name", p});
+    }
+  }
+  if (terms.empty()) return {};
+  std::vector<std::string> args = {"("};
+  args.insert(args.end(), terms.begin(), terms.end());
+  args.insert(args.end(), {")", "-prune", "-o"});
+  return args;
+}
+
+std::vector<std::string> AtRisk(const std::vector<ItemizedChange>& plan,
+                                const std::vector<std::string>& changed) {
+  std::set<std::string> mine(changed.begin(), changed.end());
+  std::vector<std::string> out;
+  for (const auto& c : plan) {
+    if (!c.content() || (c.created() && !c.deleting())) continue;
+    if (mine.count(c.path)) out.push_back(c.path);
+  }
+  return out;
+}
+
+SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
+                           const std::string& project, const SyncOptions& options) {
+  SyncReport report;
+  report.created = PrepareWorkingCopy(conn, config, project);
+  std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
+
+  // Files of the copy that changed since the last sync (or all of them, without a record).
+  bool have_stamp = conn.Exec({"test", "-e", stamp}).status == 0;
+  std::vector<std::string> find = {"find", copy, "-mindepth", "1"};
+  for (auto& a : FindPruneArgs(SyncExcludes(config))) find.push_back(a);
+  find.insert(find.end(), {"!", "-type", "d"});
+  if (have_stamp) find.insert(find.end(), {"-cnewer", stamp});
+  find.insert(find.end(), {"-printf", "%P\\0"});
+  ExecResult found = Checked(conn, find, Cat("cannot look at the working copy of '", project, "'"));
+  std::vector<std::string> changed;
+  for (auto& p : Split(found.out, '\0')) {
+    if (!p.empty()) changed.push_back(p);
+  }
+
+  if (!changed.empty() || options.dry_run) {
+    ExecResult plan =
+        Checked(conn, Rsync(true, src, copy), Cat("cannot plan the sync of '", project, "'"));
+    report.changes = ParseItemized(plan.out);
+    report.at_risk = AtRisk(report.changes, changed);
+  }
+  if (options.dry_run) return report;
+  if (!report.at_risk.empty() && !options.force) {
+    std::vector<std::string> details;
+    for (size_t i = 0; i < report.at_risk.size() && i < 20; ++i) {
+      details.push_back(Cat("  ", report.at_risk[i]));
+    }
+    if (report.at_risk.size() > 20)
+      details.push_back(Cat("  ... and ", report.at_risk.size() - 20, " more"));
+    throw Error(
+        kExitFailure,
+        Cat("sync would delete or overwrite ", Plural(report.at_risk.size(), "file", "files"),
+            " changed in the working copy of '", project, "'"),
+        details,
+        {Cat("see the changes: ss diff ", project),
+         Cat("keep them: ss apply ", project, " (copies them to the host project)"),
+         Cat("replace them anyway, saved first: ss sync ", project, " --force")});
+  }
+  if (!report.at_risk.empty()) {
+    // Saved before anything is replaced: a snapshot, else an archive of exactly those files.
+    std::string name = DefaultSnapshotName(std::chrono::system_clock::now(), {});
+    name.replace(0, 4, "sync");
+    try {
+      TakeSnapshot(sandbox, name);
+      report.snapshot = name;
+      report.saved_to = Cat("snapshot '", name, "' (ss restore ", name, ")");
+    } catch (const Error& e) {
+      Debug(Cat("sync: no snapshot (", e.what(), "); archiving the files"));
+      std::string archive = Cat(kBackupDir, "/", project, "-", name.substr(5), ".tar.gz");
+      Checked(conn, {"mkdir", "-p", kBackupDir}, "cannot make the backup folder");
+      ExecOptions list;
+      list.input = Join(report.at_risk, std::string(1, '\0'));
+      list.input->push_back('\0');
+      Checked(conn,
+              {"tar", "-C", copy, "-czf", archive, "--null", "--verbatim-files-from", "-T", "-"},
+              "cannot archive the files sync replaces", list);
+      report.saved_to = Cat(archive, " in the sandbox");
+    }
+  }
+  ExecResult done = Checked(conn, Rsync(false, src, copy), Cat("cannot sync '", project, "'"));
+  report.changes = ParseItemized(done.out);
+  Checked(conn, {"touch", stamp}, "cannot record the sync");
+  return report;
+}
+
+std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project) {
+  ExecResult r = Checked(conn, Rsync(true, CopyDir(project), SourceDir(project)),
+                         Cat("cannot compare the working copy of '", project, "'"));
+  std::vector<ItemizedChange> out;
+  for (auto& c : ParseItemized(r.out)) {
+    if (c.content()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string CopyDiff(SshConnection& conn, const std::string& project,
+                     const std::vector<ItemizedChange>& changes) {
+  if (changes.empty()) return "";
+  ExecOptions o;
+  o.input = "";
+  for (const auto& c : changes) *o.input += c.path + "\n";
+  ExecResult r =
+      Checked(conn, {"sh", "-c", kDiffScript, "ss-diff", SourceDir(project), CopyDir(project)},
+              Cat("cannot diff the working copy of '", project, "'"), o);
+  return r.out;
+}
+
+std::string DiffStat(std::string_view diff) {
+  struct Entry {
+    std::string path;
+    int add = 0, del = 0;
+    bool binary = false;
+  };
+  std::vector<Entry> entries;
+  for (const auto& line : SplitLines(diff)) {
+    if (line.rfind("+++ b/", 0) == 0) {
+      if (!entries.empty()) entries.back().path = line.substr(6);
+    } else if (line.rfind("--- a/", 0) == 0) {
+      entries.push_back({line.substr(6)});
+    } else if (line.rfind("Binary files a/", 0) == 0) {
+      auto end = line.find(" and b/");
+      entries.push_back({line.substr(15, end == std::string::npos ? std::string::npos : end - 15)});
+      entries.back().binary = true;
+    } else if (!entries.empty() && !line.empty() && line[0] == '+') {
+      ++entries.back().add;
+    } else if (!entries.empty() && !line.empty() && line[0] == '-') {
+      ++entries.back().del;
+    }
+  }
+  size_t width = 0;
+  int adds = 0, dels = 0;
+  for (const auto& e : entries) width = std::max(width, e.path.size());
+  std::string out;
+  for (const auto& e : entries) {
+    out += Cat(" ", e.path, std::string(width - e.path.size(), ' '), " | ");
+    if (e.binary) {
+      out += "Bin\n";
+      continue;
+    }
+    int total = e.add + e.del, scale = std::max(1, (total + 39) / 40);
+    out += Cat(total, " ", std::string(e.add / scale, '+'), std::string(e.del / scale, '-'), "\n");
+    adds += e.add;
+    dels += e.del;
+  }
+  out += Cat(" ", Plural(entries.size(), "file changed", "files changed"), ", ",
+             Plural(adds, "insertion(+)", "insertions(+)"), ", ",
+             Plural(dels, "deletion(-)", "deletions(-)"), "\n");
+  return out;
+}
+
+void ApplyChanges(SshConnection& conn, const std::string& project,
+                  const std::vector<ItemizedChange>& changes, const std::string& host_dir) {
+  std::vector<std::string> files, deleted;
+  for (const auto& c : changes) {
+    if (!SafeRelative(c.path)) {
+      throw Error(kExitDataErr, Cat("refusing to apply the path ", Quoted(c.path)));
+    }
+    (c.deleting() ? deleted : files).push_back(c.path);
+  }
+  struct stat owner {};
+  if (::stat(host_dir.c_str(), &owner) != 0) {
+    throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": ", std::strerror(errno)));
+  }
+  if (!files.empty()) {
+    TempDir tmp;
+    std::string list = Cat(tmp.path(), "/list"), archive = Cat(tmp.path(), "/files.tar");
+    AtomicWrite(list, Join(files, std::string(1, '\0')) + std::string(1, '\0'), 0600);
+    int in = ::open(list.c_str(), O_RDONLY | O_CLOEXEC);
+    int out = ::open(archive.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (in < 0 || out < 0) {
+      if (in >= 0) ::close(in);
+      if (out >= 0) ::close(out);
+      throw Error(kExitIoErr, Cat("cannot write in ", tmp.path(), ": ", std::strerror(errno)));
+    }
+    StreamOptions so;
+    so.in_fd = in;
+    so.out_fd = out;
+    int status = conn.ExecStream(
+        {"tar", "-C", CopyDir(project), "-cf", "-", "--null", "--verbatim-files-from", "-T", "-"},
+        so);
+    ::close(in);
+    ::close(out);
+    if (status != 0) {
+      throw Error(kExitRemote, Cat("cannot read the changed files of '", project,
+                                   "' (tar exited with status ", status, ")"));
+    }
+    RunChecked({"tar", "-x", "-p", "--no-same-owner", "-f", archive, "-C", host_dir},
+               Cat("cannot write the changes into ", host_dir), {}, kExitIoErr);
+    if (::geteuid() == 0) {
+      // Root extracts as root: give the files to the project's owner, as the sandbox made them.
+      for (const auto& f : files) {
+        std::string path = f;
+        while (!path.empty()) {
+          (void)::lchown(Cat(host_dir, "/", path).c_str(), owner.st_uid, owner.st_gid);
+          auto slash = path.rfind('/');
+          path = slash == std::string::npos ? "" : path.substr(0, slash);
+        }
+      }
+    }
+  }
+  for (const auto& f : deleted) {
+    std::string path = Cat(host_dir, "/", f);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      throw Error(kExitIoErr, Cat("cannot delete ", path, ": ", std::strerror(errno)));
+    }
+  }
+}
+
+}  // namespace ss

@@ -1,0 +1,76 @@
+// Keeping a working copy in step with its source, and bringing its changes back (see
+// working_copy.hpp for the layout in the sandbox). Everything runs in the sandbox over one SSH
+// connection with rsync, find, diff and tar; nothing is copied through the host but `apply`'s
+// files.
+//
+// Nothing is lost: before `sync` deletes or overwrites a file of the copy that changed there
+// since the last sync (or exists only there), it lists those files and refuses; with `force` it
+// first saves them — a snapshot of the sandbox, or where the backend cannot take one an archive
+// of exactly those files under ~/.ss/sync-backups/ — and says where.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ss {
+
+class Sandbox;
+class SshConnection;
+class Config;
+
+// One line of rsync's --out-format='%i %n' ("*deleting   a/b", ">f.st...... c").
+struct ItemizedChange {
+  std::string code;  // the 11 characters of %i ("*deleting" for deletions)
+  std::string path;  // relative; directories end with '/'
+  bool deleting() const { return code.rfind("*deleting", 0) == 0; }
+  bool directory() const { return !path.empty() && path.back() == '/'; }
+  // A file whose data changes: created, replaced or deleted (not only times or modes).
+  bool content() const;
+  bool created() const { return code.size() >= 3 && code.substr(2, 1) == "+"; }
+};
+std::vector<ItemizedChange> ParseItemized(std::string_view out);
+
+// The arguments of find(1) that prune what `patterns` exclude, where find can say so exactly
+// (a name pattern, or a directory name with a trailing '/'); the others prune nothing, which
+// only makes the check below look at more files.
+std::vector<std::string> FindPruneArgs(const std::vector<std::string>& patterns);
+
+// Files of the copy a sync would delete or overwrite although they changed in the copy since the
+// last sync: `changed` (paths relative to the copy) against rsync's plan.
+std::vector<std::string> AtRisk(const std::vector<ItemizedChange>& plan,
+                                const std::vector<std::string>& changed);
+
+struct SyncOptions {
+  bool force = false;
+  bool dry_run = false;
+};
+
+struct SyncReport {
+  std::vector<ItemizedChange> changes;  // what was (or, dry run, would be) done
+  std::vector<std::string> at_risk;     // copy-only changes replaced (or that would be)
+  std::string saved_to;                 // "snapshot 'x'" or the archive's path, when forced
+  std::string snapshot;                 // the snapshot taken, when one was
+  bool created = false;                 // the copy was made (and filled) by this call
+};
+
+// Syncs the working copy of `project` from its source (rsync -a --delete with the exclusion
+// file). Throws ss::Error(1) listing the files at risk when they exist and `force` is not set.
+SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
+                           const std::string& project, const SyncOptions& options);
+
+// What changed in the copy against the source, as rsync sees it (excluded paths left out):
+// created, modified and deleted files.
+std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project);
+// A unified diff of those changes ("a/PATH" is the source, "b/PATH" the copy).
+std::string CopyDiff(SshConnection& conn, const std::string& project,
+                     const std::vector<ItemizedChange>& changes);
+// git-style --stat lines of a unified diff: " path | 3 ++-" and the summary line.
+std::string DiffStat(std::string_view diff);
+
+// Copies the copy's created and modified files into `host_dir` (modes and times kept) and
+// removes there the files deleted in the copy; nothing else on the host is touched.
+void ApplyChanges(SshConnection& conn, const std::string& project,
+                  const std::vector<ItemizedChange>& changes, const std::string& host_dir);
+
+}  // namespace ss

@@ -1,0 +1,51 @@
+# Run as root in an ss sandbox by ss (sudo sh -c THIS working-copy NAME), with the text of
+# /etc/ss/sync-exclude on stdin. Installs that file when it changed, then, for project NAME
+# (none: only the file), makes the working-copy layout and leaves it in place:
+#   /home/sandbox/project-src/NAME  the host project, read-only (a bind of the shared folder)
+#   /home/sandbox/projects/NAME     the writable copy, kept in /home/sandbox/.ss/copies/NAME
+#   /home/sandbox/.ss/sync/NAME.stamp   touched after every sync of the copy
+# Prints "created" when the copy was made (and filled) now. Safe to run any number of times.
+set -eu
+name=${1:-}
+home=/home/sandbox
+mkdir -p /etc/ss
+tmp=$(mktemp /etc/ss/.sync-exclude.XXXXXX)
+cat > "$tmp"
+if cmp -s "$tmp" /etc/ss/sync-exclude; then
+  rm -f "$tmp"
+else
+  chmod 0644 "$tmp"
+  mv -f "$tmp" /etc/ss/sync-exclude
+fi
+[ -n "$name" ] || exit 0
+shared=$home/projects/$name
+src=$home/project-src/$name
+store=$home/.ss/copies/$name
+if ! mountpoint -q "$src"; then
+  # The copy hides the shared folder: take it away first, so the source is the host's.
+  if mountpoint -q "$shared"; then umount "$shared"; fi
+  if [ ! -d "$shared" ]; then
+    echo "the project folder $shared is not in the sandbox" >&2
+    exit 66
+  fi
+  install -d -o sandbox -g sandbox "$home/project-src"
+  mkdir -p "$src"
+  mount --bind "$shared" "$src"
+  # Private: the copy bound over the shared folder next must not show through here too.
+  mount --make-private "$src"
+  mount -o remount,bind,ro "$src"
+fi
+if ! mountpoint -q "$shared"; then
+  install -d -o sandbox -g sandbox "$home/.ss" "$home/.ss/copies" "$home/.ss/sync"
+  fresh=
+  if [ ! -d "$store" ]; then
+    install -d -o sandbox -g sandbox "$store"
+    fresh=1
+  fi
+  mount --bind "$store" "$shared"
+  if [ -n "$fresh" ]; then
+    runuser -u sandbox -- rsync -a --exclude-from=/etc/ss/sync-exclude "$src/" "$shared/"
+    runuser -u sandbox -- touch "$home/.ss/sync/$name.stamp"
+    echo created
+  fi
+fi

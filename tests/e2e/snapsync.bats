@@ -1,0 +1,281 @@
+#!/usr/bin/env bats
+# Snapshots, working copies, sync, diff/apply, push/pull and the health check, end to end, on
+# the backend in $SS_E2E_BACKEND. One sandbox for the whole file (created once: the slow part),
+# one project in working-copy mode. CTest runs this file once per backend this machine can run.
+
+load helpers
+
+setup_file() {
+  : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
+  e2e_home
+  export SANDBOX="sn-$SS_E2E_BACKEND-$$"
+  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
+  ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null
+  ss vm image build >&3 2>&1
+  # A browser on the host for the bridge check: Chrome DevTools on a free loopback port.
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  echo "$port" > "$BATS_FILE_TMPDIR/cdp_port"
+  ss config set browser.cdp_port "$port" >/dev/null
+  chromium --headless=new --no-sandbox --disable-gpu --remote-debugging-port="$port" \
+    --user-data-dir="$E2E_ROOT/chrome" about:blank >"$E2E_ROOT/chrome.log" 2>&1 &
+  echo $! > "$BATS_FILE_TMPDIR/chrome.pid"
+  ss new sn-app --copy >/dev/null
+  ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
+}
+
+teardown_file() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  if [ -f "$BATS_FILE_TMPDIR/chrome.pid" ]; then kill "$(cat "$BATS_FILE_TMPDIR/chrome.pid")" 2>/dev/null || true; fi
+  ss vm delete --sandbox "$SANDBOX" --yes || true
+  e2e_home_remove
+}
+
+setup() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  export SS_SANDBOX=$SANDBOX
+  P="$SS_HOME/projects/sn-app"
+}
+
+in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }
+chrome_up() {
+  port=$(cat "$BATS_FILE_TMPDIR/cdp_port")
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/json/version" >/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+# check_line NAME STATUS: the health-check line of NAME has STATUS.
+check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' <<< "$2"; }
+
+@test "a new sandbox has its clean-baseline snapshot; snapshots --json lists it" {
+  run --separate-stderr ss snapshots --json
+  assert_success
+  echo "$output" | jq -e --arg s "$SANDBOX" '.kind == "SnapshotList" and .sandbox == $s'
+  echo "$output" | jq -e '[.items[].name] | index("clean-baseline") != null'
+  echo "$output" | jq -e '.items[0].created | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$")'
+}
+
+@test "snapshot, change files, restore: the changes are gone, the sandbox answers, host files untouched" {
+  run ss snapshot sn-before
+  assert_success
+  assert_output "Snapshot taken: sn-before"
+  run ss snapshot sn-before
+  assert_failure 73
+  in_sandbox 'echo junk > ~/junk.txt && sudo touch /etc/junk'
+  as_owner sh -c "echo host > '$SS_HOME/projects/e2e-scratch/after-snapshot.txt'"
+  run --separate-stderr ss restore sn-before --yes --timeout 300
+  assert_success
+  assert_line --index 0 "Restored '$SANDBOX' to snapshot 'sn-before'; it is running and answers over SSH."
+  assert_line --index 1 "Projects in ~/super-sandbox/projects/ are not affected."
+  # Reachable at once, no manual step; the changes made after the snapshot are gone.
+  run in_sandbox 'test -e ~/junk.txt || test -e /etc/junk || echo clean'
+  assert_output "clean"
+  assert_file_exists "$SS_HOME/projects/e2e-scratch/after-snapshot.txt"
+  run ss vm status --json
+  echo "$output" | jq -e '.state == "running"'
+  # A default name from the time, then delete.
+  run ss snapshot
+  assert_success
+  [[ "$output" =~ ^Snapshot\ taken:\ (snap-[0-9]{8}-[0-9]{6})$ ]]
+  name=${BASH_REMATCH[1]}
+  run ss snapshot delete "$name" --yes
+  assert_success
+  run ss snapshot delete sn-before --yes
+  assert_success
+  run ss snapshots --json
+  echo "$output" | jq -e '[.items[].name] | index("sn-before") == null'
+  run ss restore no-such-snap --yes
+  assert_failure 66
+}
+
+@test "working-copy mode: read-only source, writable copy on the sandbox's disk" {
+  as_owner sh -c "echo one > '$P/a.txt'"
+  run ss exec sn-app -- pwd
+  assert_success
+  assert_output "/home/sandbox/projects/sn-app"
+  run in_sandbox 'cat ~/projects/sn-app/a.txt; touch ~/project-src/sn-app/x 2>&1 || echo read-only'
+  assert_line --index 0 "one"
+  assert_line "read-only"
+  in_sandbox 'echo agent > ~/projects/sn-app/agent.txt'
+  # The copy is not the host's folder.
+  assert_file_not_exists "$P/agent.txt"
+  in_sandbox 'rm ~/projects/sn-app/agent.txt'
+}
+
+@test "sync leaves out each exclusion; the sandbox's file is the config's list" {
+  ss config set sync.exclude 'node_modules, .git, dist, build, *.log' >/dev/null
+  as_owner sh -c "cd '$P' && mkdir -p node_modules/m dist build src/build && echo 1 > node_modules/m/i.js &&
+    echo 1 > dist/d.js && echo 1 > build/b.o && echo 1 > src/build/x && echo 1 > debug.log &&
+    echo 1 > src/keep.js && mkdir -p .git && echo 1 > .git/HEAD"
+  run ss sync sn-app
+  assert_success
+  run in_sandbox 'cd ~/projects/sn-app && find . -type f | sort'
+  assert_line "./src/keep.js"
+  refute_line --regexp '^\./(node_modules|dist|build|\.git|src/build)/'
+  refute_line "./debug.log"
+  run in_sandbox cat /etc/ss/sync-exclude
+  assert_equal "$(grep -v '^#' <<< "$output")" "$(printf 'node_modules\n.git\ndist\nbuild\n*.log')"
+  # The sandbox's own rsync with that file (what sync-project runs) agrees with ss sync.
+  run in_sandbox 'rsync -a --delete --dry-run --out-format="%n" --exclude-from=/etc/ss/sync-exclude ~/project-src/sn-app/ ~/projects/sn-app/ | grep -v "/\$" || true'
+  assert_success
+  assert_output ""
+  # Excluded files in the copy are never deleted by a sync.
+  in_sandbox 'mkdir -p ~/projects/sn-app/node_modules/own && echo 1 > ~/projects/sn-app/node_modules/own/x'
+  run ss sync sn-app
+  assert_success
+  in_sandbox 'test -f ~/projects/sn-app/node_modules/own/x'
+  ss config set sync.exclude 'node_modules, .git, dist, build' >/dev/null
+}
+
+@test "sync refuses to replace changes made in the copy; --dry-run lists; --force saves them first" {
+  as_owner sh -c "echo v1 > '$P/shared.txt'"
+  ss sync sn-app
+  in_sandbox 'echo agent-edit > ~/projects/sn-app/shared.txt && echo new > ~/projects/sn-app/only-copy.txt'
+  as_owner sh -c "echo v2-from-host > '$P/shared.txt'"
+  run --separate-stderr ss sync sn-app
+  assert_failure 1
+  [[ "${stderr_lines[0]}" == "ss-sync: error: sync would delete or overwrite 2 files changed in the working copy of 'sn-app'" ]]
+  [[ "$stderr" == *"  only-copy.txt"* && "$stderr" == *"  shared.txt"* ]]
+  run in_sandbox 'cat ~/projects/sn-app/shared.txt'
+  assert_output "agent-edit"
+  run ss sync sn-app --dry-run
+  assert_success
+  assert_line "would update  shared.txt"
+  assert_line "would delete  only-copy.txt"
+  run ss sync sn-app --dry-run --json
+  echo "$output" | jq -e '.at_risk == ["only-copy.txt", "shared.txt"] or .at_risk == ["shared.txt", "only-copy.txt"]'
+  run in_sandbox 'cat ~/projects/sn-app/shared.txt'
+  assert_output "agent-edit"
+  run ss sync sn-app --force --json
+  assert_success
+  snap=$(echo "$output" | jq -r .snapshot)
+  [[ "$snap" == sync-* ]]
+  run in_sandbox 'cat ~/projects/sn-app/shared.txt; test -e ~/projects/sn-app/only-copy.txt || echo gone'
+  assert_output "v2-from-host
+gone"
+  run ss snapshots --json
+  echo "$output" | jq -e --arg s "$snap" '[.items[].name] | index($s) != null'
+  ss snapshot delete "$snap" --yes
+  # Nothing changed in the copy since: a plain sync goes through.
+  run ss sync sn-app
+  assert_success
+  assert_output "Synced 'sn-app': already up to date."
+}
+
+@test "diff shows the copy's changes; apply copies them back and deletes only what the copy deleted" {
+  as_owner sh -c "printf 'a\nb\n' > '$P/edit.txt' && echo gone > '$P/del.txt' && echo stay > '$P/stay.txt'"
+  ss sync sn-app
+  in_sandbox 'cd ~/projects/sn-app && printf "a\nB\n" > edit.txt && rm del.txt && echo fresh > added.txt'
+  run ss diff sn-app
+  assert_success
+  assert_line -- "--- a/edit.txt"
+  assert_line "+++ b/edit.txt"
+  assert_line -- "-b"
+  assert_line "+B"
+  assert_line "+fresh"
+  run ss diff sn-app --stat
+  assert_line --partial " 3 files changed"
+  run ss apply sn-app < /dev/null
+  assert_failure 64
+  assert_file_exists "$P/del.txt"
+  run ss apply sn-app --yes
+  assert_success
+  assert_line "  M edit.txt"
+  assert_line "  D del.txt"
+  assert_line "  A added.txt"
+  assert_equal "$(cat "$P/edit.txt")" "$(printf 'a\nB')"
+  assert_equal "$(cat "$P/added.txt")" "fresh"
+  assert_file_not_exists "$P/del.txt"
+  assert_file_exists "$P/stay.txt"
+  assert_equal "$(stat -c %u "$P/added.txt")" "$(stat -c %u "$P")"
+  run ss apply sn-app --yes
+  assert_output "Nothing to apply: the working copy of 'sn-app' matches its source."
+}
+
+@test "push and pull: binary files and directories round-trip with their modes; overwrite overwrites" {
+  t="$BATS_TEST_TMPDIR"
+  head -c 1048577 /dev/urandom > "$t/blob.bin"
+  chmod 0751 "$t/blob.bin"
+  run ss push "$t/blob.bin" data/ --project sn-app
+  assert_success
+  assert_output "Pushed $t/blob.bin to sandbox:/home/sandbox/projects/sn-app/data/blob.bin"
+  run in_sandbox stat -c %a projects/sn-app/data/blob.bin
+  assert_output "751"
+  # Overwriting an existing file replaces it.
+  head -c 1000 /dev/urandom > "$t/blob2.bin"
+  ss push "$t/blob2.bin" data/blob.bin --project sn-app
+  ss pull data/blob.bin "$t/back.bin" --project sn-app
+  cmp "$t/blob2.bin" "$t/back.bin"
+  ss push "$t/blob.bin" data/blob.bin --project sn-app
+  ss pull data/blob.bin "$t/back.bin" --project sn-app
+  cmp "$t/blob.bin" "$t/back.bin"
+  assert_equal "$(stat -c %a "$t/back.bin")" "751"
+  # Directories, nested, with modes; absolute remote paths.
+  mkdir -p "$t/tree/sub/deeper"
+  head -c 70000 /dev/urandom > "$t/tree/sub/deeper/x.bin"
+  echo script > "$t/tree/run.sh"
+  chmod 0700 "$t/tree/run.sh"
+  run ss push "$t/tree" /tmp/pushed
+  assert_success
+  run ss pull /tmp/pushed "$t/pulled"
+  assert_success
+  diff -r "$t/tree" "$t/pulled"
+  assert_equal "$(stat -c %a "$t/pulled/run.sh")" "700"
+  run ss pull /tmp/no-such-file "$t/x"
+  assert_failure 66
+}
+
+@test "health-check: every line ok, and breaking one component fails exactly that line" {
+  chrome_up
+  run ss health-check "$SANDBOX" --json
+  assert_success
+  echo "$output" | jq -e '.kind == "HealthCheck" and .ok == true and ([.checks[].name] == ["ssh", "network", "docker", "claude", "project directory", "source mount", "browser bridge"])'
+  run ss health-check
+  assert_success
+  assert_line --regexp '^network +ok '
+  # break_it NAME BREAK MEND: only NAME fails while broken; all ok again once mended.
+  break_it() {
+    in_sandbox "$2"
+    run ss health-check --json
+    in_sandbox "$3"
+    [ "$status" -eq 1 ]
+    for n in ssh network docker claude "project directory" "source mount" "browser bridge"; do
+      want=ok
+      [ "$n" = "$1" ] && want=failed
+      [ "$(check_status "$n" "$output")" = "$want" ] || { echo "$n: not $want: $output"; return 1; }
+    done
+  }
+  gw=$(in_sandbox ip -4 route show default | awk '{print $3; exit}')
+  break_it network 'sudo ip route del default' "sudo ip route add default via $gw"
+  break_it docker 'sudo systemctl stop docker.socket docker.service' 'sudo systemctl start docker.socket'
+  claude=$(in_sandbox command -v claude)
+  break_it claude "sudo mv $claude $claude.off" "sudo mv $claude.off $claude"
+  break_it "project directory" 'chmod 000 ~/projects' 'chmod 755 ~/projects'
+  break_it "source mount" 'sudo umount ~/projects/sn-app && sudo umount ~/project-src/sn-app' 'true'
+  ss exec sn-app -- true  # opening the project mounts the working copy again
+  kill "$(cat "$BATS_FILE_TMPDIR/chrome.pid")"
+  run ss health-check --json
+  assert_failure 1
+  [ "$(check_status "browser bridge" "$output")" = failed ]
+  [ "$(check_status network "$output")" = ok ]
+  # SSH: ss pins a wrong host key (its record of the sandbox's key is changed); nothing else
+  # can be looked at.
+  pub="$SS_HOME/.ss/sandboxes/$SANDBOX/host_ed25519.pub"
+  cp "$pub" "$BATS_TEST_TMPDIR/pub"
+  echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhI4F8fM0u1B3Hlq4H9t5y9tY7zV7jW8M2r3M0nJ9Zk ss-wrong" > "$pub"
+  run ss health-check --json
+  cp "$BATS_TEST_TMPDIR/pub" "$pub"
+  assert_failure 1
+  [ "$(check_status ssh "$output")" = failed ]
+  echo "$output" | jq -e '[.checks[] | select(.name != "ssh") | .detail] | all(. == "not checked: no SSH connection")'
+}
+
+@test "doctor: virtualization, the backend's own probe, disk space" {
+  run ss doctor --json
+  echo "$output" | jq -e '.kind == "Doctor"'
+  echo "$output" | jq -e --arg b "backend $SS_E2E_BACKEND" '.checks[] | select(.name == $b) | .status == "ok"'
+  echo "$output" | jq -e '.checks[] | select(.name == "virtualization") | .detail | test("KVM|PVM|TCG|HVF")'
+  echo "$output" | jq -e '.checks[] | select(.name == "disk space") | .status == "ok"'
+  run ss doctor
+  assert_line --regexp "^backend $SS_E2E_BACKEND +ok "
+}
