@@ -23,9 +23,10 @@ page_of() {
   return 1
 }
 
-# Options of a --help text: the first column of the lines under "Options" ("  -y, --yes  ...").
+# Options of a --help text: the first column of its option lines ("  -y, --yes  ..."), in any
+# section ("Options:", "Forwards:"...).
 help_options() {
-  awk '/^Options:?$/ { on = 1; next } on && /^[^ ]/ { on = 0 } on && /^  +-/ { print }' |
+  awk '/^  ? ?-/ { print }' |
     sed -E 's/^ +//; s/ {2,}.*$//' | grep -oE '(^|[ ,])--?[A-Za-z][A-Za-z0-9-]*' |
     sed -E 's/^[ ,]//' | sort -u
 }

@@ -8,8 +8,7 @@ load helpers
 
 setup() {
   ss_setup
-  stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
-  export PATH="$STUBS:$PATH"
+  stub_backends_down
   # What the terminal runs: the environment of this test, then CMD, then a marker with its status.
   cat >"$BATS_TEST_TMPDIR/run.sh" <<RUN
 export HOME='$HOME' SS_HOME='$SS_HOME' PATH='$PATH' SS_NO_UPDATE=1 TERM=xterm

@@ -126,6 +126,7 @@ hint: switch it: ss config set projects.sn-plain.mode copy"
 }
 
 @test "health-check: no such sandbox; doctor: the backend's probe, exit 1 when none can run" {
+  stub_backends_down
   run --separate-stderr ss health-check sn-none
   assert_equal "$status" 66
   assert_equal "${stderr_lines[0]}" "ss-vm: error: sandbox 'sn-none' does not exist"

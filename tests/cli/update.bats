@@ -9,8 +9,7 @@ load helpers
 setup() {
   ss_setup
   unset SS_NO_UPDATE
-  stub lxc 'echo "Error: no LXD here" >&2; exit 1'
-  export PATH="$STUBS:$PATH"
+  stub_backends_down
   PREFIX="$BATS_TEST_TMPDIR/prefix"
   mkdir -p "$PREFIX/bin" "$PREFIX/libexec/ss"
   cp "$SS_BUILD_DIR/bin/ss" "$PREFIX/bin/"
