@@ -140,21 +140,12 @@ ZRC
   term_wait "$SS_HOME/projects/my-app"
 }
 
-@test "1,000 projects: every completion takes under 50 ms (CPU time, median of 7)" {
-  # CPU time (user + system) rather than the wall clock: the test machine may be shared, and a
-  # busy machine delays every program alike. bench/completion gives the wall-clock figures.
+@test "1,000 projects: every name is offered (the shell narrows by prefix)" {
+  # How long this takes is bench/completion's figure (goal: under 50 ms), not this test's.
   for i in $(seq 1 1000); do mkdir -p "$SS_HOME/projects/p$i-x"; done
-  [ "$(ss --complete delete "" | grep -c '^p')" -eq 1000 ]
-  TIMEFORMAT='%3U %3S'
-  for words in "" "delete p" "cd p5" "config set cpus" "p1-x --t" "vm start --sandbox"; do
-    times=()
-    for _ in 1 2 3 4 5 6 7; do
-      # shellcheck disable=SC2086
-      t=$( { time ss --complete $words "" >/dev/null; } 2>&1)
-      times+=("$(echo "$t" | awk '{ printf "%d", ($1 + $2) * 1000 }')")
-    done
-    median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 4p)
-    echo "ss --complete $words: median ${median} ms CPU (${times[*]})"
-    [ "$median" -lt 50 ]
-  done
+  [ "$(ss --complete delete "" | grep -c '^p[0-9]*-x$')" -eq 1000 ]
+  [ "$(ss --complete cd "" | grep -c '^p[0-9]*-x$')" -eq 1000 ]
+  run ss --complete delete p100
+  assert_line "p1000-x"
+  assert_line "--yes"
 }
