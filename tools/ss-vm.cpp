@@ -541,7 +541,8 @@ int Doctor(const Options& o, const Config& config) {
 
 int Complete(const Args& words) {
   if (words.size() <= 1) {
-    for (const char* w : {"start", "stop", "status", "reset", "delete", "list", "backends", "image", "setup", "health-check", "doctor"}) {
+    for (const char* w : {"start", "stop", "status", "reset", "delete", "list", "backends", "image",
+                          "setup", "health-check", "doctor"}) {
       std::cout << w << "\n";
     }
     return 0;
@@ -592,7 +593,8 @@ int Run(const Options& o) {
   if (cmd == "list" || cmd == "ls") return List(o, config);
   if (cmd == "backends") return Backends(o, config);
   std::vector<std::string> hints;
-  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "backends", "image", "setup", "health-check", "doctor"})) {
+  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "backends",
+                                 "image", "setup", "health-check", "doctor"})) {
     hints.push_back(Cat("did you mean '", *guess, "'?"));
   }
   hints.push_back("see 'ss vm --help'");

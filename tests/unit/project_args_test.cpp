@@ -70,7 +70,8 @@ void ExpectUsage(const std::vector<std::string>& args, const std::string& messag
 TEST(ProjectArgs, UsageErrors) {
   ExpectUsage({"new"}, "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
               "see 'ss new --help'");
-  ExpectUsage({"new", "a1", "b1"}, "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
+  ExpectUsage({"new", "a1", "b1"},
+              "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
               "see 'ss new --help'");
   ExpectUsage({"delete"}, "usage: ss delete NAME [--yes]", "see 'ss delete --help'");
   ExpectUsage({"show"}, "usage: ss project show NAME [--json]", "see 'ss project show --help'");

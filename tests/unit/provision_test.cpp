@@ -1,11 +1,11 @@
 #include "provision.hpp"
-#include "working_copy.hpp"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include "error.hpp"
 #include "resources.hpp"
+#include "working_copy.hpp"
 
 namespace ss {
 namespace {
