@@ -48,17 +48,21 @@ setup() {
   assert_success
   assert_output "sandbox"
   # The pinned key is the one the sandbox presents: OpenSSH with a wrong pin is refused.
+  host=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.host)
   port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
   kh="$SS_HOME/.ss/sandboxes/$SANDBOX/known_hosts"
   cp "$kh" "$BATS_TEST_TMPDIR/kh.bak"
   sed -i 's/ssh-ed25519 .*/ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhI4F8fM0u1B3Hlq4H9t5y9tY7zV7jW8M2r3M0nJ9Zk/' "$kh"
-  run ssh -q -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
-    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$kh" -p "$port" sandbox@127.0.0.1 true
+  run ssh -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
+    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$kh" -o ConnectTimeout=10 -p "$port" \
+    "sandbox@$host" true
+  assert_output --partial "Host key verification failed"
   assert_failure
   cp "$BATS_TEST_TMPDIR/kh.bak" "$kh"
   run ssh -o BatchMode=yes -o PubkeyAuthentication=no -o StrictHostKeyChecking=no \
     -o UserKnownHostsFile=/dev/null -o PreferredAuthentications=password,keyboard-interactive \
-    -p "$port" sandbox@127.0.0.1 true
+    -o ConnectTimeout=10 -p "$port" "sandbox@$host" true
+  assert_output --partial "Permission denied"
   assert_failure
 }
 
