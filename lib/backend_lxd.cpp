@@ -68,6 +68,14 @@ std::string LxdBackend::Lxc(const std::vector<std::string>& args, std::string_vi
   ProcessOptions options;
   options.timeout = timeout;
   ProcessResult r = Run(argv, options);
+  // An instance still finishing another operation (a stop LXD began when its init died) is
+  // busy for a moment: wait for it rather than fail, within the same time limit.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!r.ok() && r.err.find("is busy running a") != std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    r = Run(argv, options);
+  }
   if (r.ok()) return r.out;
   std::string err = std::string(Trim(r.err.empty() ? r.out : r.err));
   if (err.rfind("Error: ", 0) == 0) err = err.substr(7);
