@@ -229,7 +229,7 @@ setup() {
   assert_success
   run ss-backend-test "$SS_E2E_BACKEND" list "$SANDBOX"
   assert_success
-  assert_output ""
+  assert_equal "$(grep -vx clean-baseline <<< "$output")" ""
 }
 
 @test "reset replaces the sandbox and keeps the projects" {
