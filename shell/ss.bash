@@ -44,7 +44,7 @@ sync-project() {
     echo "sync-project: the sync exclusion list $exclude is missing; re-provision the sandbox" >&2
     return 78
   fi
-  echo "Syncing $src/ -> $dst/ (excluding: $(paste -sd ' ' "$exclude"))"
+  echo "Syncing $src/ -> $dst/ (excluding: $(grep -v -e '^#' -e '^$' "$exclude" | paste -sd ' '))"
   mkdir -p "$dst" && rsync -a --delete --exclude-from="$exclude" "$src/" "$dst/"
 }
 

@@ -41,7 +41,7 @@ function sync-project --description 'refresh ~/projects/PROJECT from ~/project-s
         echo "sync-project: the sync exclusion list $exclude is missing; re-provision the sandbox" >&2
         return 78
     end
-    echo "Syncing $src/ -> $dst/ (excluding: "(string join ' ' < $exclude)")"
+    echo "Syncing $src/ -> $dst/ (excluding: "(string match -rv '^(#|$)' < $exclude | string join ' ')")"
     mkdir -p $dst; and rsync -a --delete --exclude-from=$exclude $src/ $dst/
 end
 
