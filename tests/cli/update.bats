@@ -20,7 +20,7 @@ setup() {
   python3 "$SS_SOURCE_DIR/tests/cli/feed_server.py" "$FEED" "$BATS_TEST_TMPDIR/port" \
     "$BATS_TEST_TMPDIR/requests" &
   FEED_PID=$!
-  for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.1; done
+  for _ in $(seq 300); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.1; done
   "$PREFIX/bin/ss" config set updates.feed "http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/" >/dev/null
   ARCHIVE="ss-linux-$(uname -m).tar.gz"
 }
@@ -160,7 +160,7 @@ Updated to 1.3.0"
 # launch PROJECT: `ss PROJECT` from the prefix (it ends at the missing backend, after the check).
 launch() { run --separate-stderr "$PREFIX/bin/ss" "$@"; }
 wait_staged() {
-  for _ in $(seq 100); do [ -f "$SS_HOME/.ss/update/staged/VERSION" ] && return 0; sleep 0.1; done
+  for _ in $(seq 300); do [ -f "$SS_HOME/.ss/update/staged/VERSION" ] && return 0; sleep 0.1; done
   cat "$SS_HOME/.ss/update/log" >&2
   return 1
 }
