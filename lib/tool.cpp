@@ -1,6 +1,10 @@
 #include "tool.hpp"
 
 #include <boost/program_options/errors.hpp>
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/positional_options.hpp>
+#include <boost/program_options/variables_map.hpp>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -10,6 +14,15 @@
 #include "strings.hpp"
 
 namespace ss {
+
+void ParseWithWords(const Args& args, const boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  po::positional_options_description pos;
+  pos.add("words", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+}
 
 int RunTool(std::string_view name, int argc, char** argv,
             const std::function<int(const Args&)>& body) {

@@ -13,9 +13,17 @@
 #include <string_view>
 #include <vector>
 
+namespace boost::program_options {
+class options_description;
+}
+
 namespace ss {
 
 using Args = std::vector<std::string>;  // argv without argv[0]
+
+// Parses `args` against `desc`, every word that is not an option going to the option "words"
+// (which `desc` declares), and stores the values into their variables.
+void ParseWithWords(const Args& args, const boost::program_options::options_description& desc);
 
 int RunTool(std::string_view name, int argc, char** argv,
             const std::function<int(const Args&)>& body);

@@ -90,11 +90,7 @@ Options ParseArgs(const Args& args) {
       "fish", po::bool_switch(&o.fish))("stop", po::bool_switch(&o.stop))(
       "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
       "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
-  po::positional_options_description pos;
-  pos.add("words", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  po::notify(vm);
+  ParseWithWords(args, desc);
   if (o.timeout == 0 || o.timeout < -1) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
   }
