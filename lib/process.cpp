@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -112,6 +113,17 @@ pid_t SpawnWith(const std::vector<std::string>& argv, const ProcessOptions& opti
     passed.emplace_back(high);
     posix_spawn_file_actions_adddup2(&actions, high, to);
   }
+  // Nothing else is inherited: a descriptor the caller got without close-on-exec (a test
+  // runner's output pipe, say) would otherwise live on in a background child and keep whoever
+  // waits for that pipe's end waiting.
+  int first_closed = STDERR_FILENO + 1;
+  for (const auto& [from, to] : options.pass_fds) first_closed = std::max(first_closed, to + 1);
+  for (int fd = STDERR_FILENO + 1; fd < first_closed; ++fd) {
+    bool target = false;
+    for (const auto& [from, to] : options.pass_fds) target = target || to == fd;
+    if (!target && ::fcntl(fd, F_GETFD) >= 0) posix_spawn_file_actions_addclose(&actions, fd);
+  }
+  posix_spawn_file_actions_addclosefrom_np(&actions, first_closed);
   if (!options.cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   }

@@ -15,6 +15,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "provision.hpp"
+#include "session_share.hpp"
 #include "ssh_keys.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
@@ -447,6 +448,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
 void Sandbox::Stop(std::chrono::seconds timeout) {
   SandboxState state = State();
   if (state == SandboxState::kStopped || state == SandboxState::kNotExists) return;
+  EndShareMaster(name_);
   backend_->Stop(name_, timeout);
 }
 
@@ -454,6 +456,7 @@ void Sandbox::Delete() {
   MakeDirs(SandboxesDir(), 0700);
   FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,
                 std::chrono::minutes(5), Cat("sandbox '", name_, "'"));
+  EndShareMaster(name_);
   if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
   RemoveTree(Dir());
 }

@@ -29,6 +29,7 @@ namespace ss {
 namespace {
 
 constexpr char kMagic[4] = {'s', 's', 'S', '1'};
+constexpr char kQuitMagic[4] = {'s', 's', 'Q', '1'};  // header only: the master ends
 constexpr auto kIdle = std::chrono::minutes(10);
 
 std::string SocketBase(const std::string& sandbox) {
@@ -195,6 +196,10 @@ class Master {
         cm->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
       std::memcpy(s->fds, CMSG_DATA(cm), 3 * sizeof(int));
     }
+    if (n == sizeof header && std::memcmp(header, kQuitMagic, 4) == 0) {
+      conn_.Stop();
+      return;
+    }
     uint32_t length = 0;
     std::memcpy(&length, header + 4, 4);
     if (n != sizeof header || std::memcmp(header, kMagic, 4) != 0 || s->fds[0] < 0 ||
@@ -253,20 +258,36 @@ class Master {
   int active_ = 0;
 };
 
-}  // namespace
-
-std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& command) {
+// A connection to the sandbox's master, or -1 when none listens.
+int ConnectMaster(const std::string& sandbox) {
   std::string path = SocketBase(sandbox) + ".sock";
   sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return std::nullopt;
+  if (path.size() >= sizeof addr.sun_path) return -1;
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return -1;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return std::nullopt;
+    return -1;
   }
+  return fd;
+}
+
+}  // namespace
+
+void EndShareMaster(const std::string& sandbox) {
+  int fd = ConnectMaster(sandbox);
+  if (fd < 0) return;
+  char header[8] = {};
+  std::memcpy(header, kQuitMagic, 4);
+  WriteAll(fd, std::string_view(header, sizeof header));
+  ::close(fd);
+}
+
+std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& command) {
+  int fd = ConnectMaster(sandbox);
+  if (fd < 0) return std::nullopt;
   std::string body = Encode(command);
   char header[8];
   std::memcpy(header, kMagic, 4);

@@ -34,6 +34,10 @@ struct SharedCommand {
 // goes away mid-command.
 std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& command);
 
+// Tells the sandbox's master, if one runs, to end now (the sandbox is being stopped or deleted:
+// its connection would otherwise linger until the idle time is up).
+void EndShareMaster(const std::string& sandbox);
+
 // Starts a master for the sandbox in the background (a new session, output to /dev/null) by
 // running `executable --share-master SANDBOX`; returns at once.
 void StartShareMaster(const std::string& executable, const std::string& sandbox);

@@ -248,9 +248,12 @@ ForwardInfo SshConnection::ForwardRemote(const std::string& bind_host, int port,
   }
   ssh_session s = mux_->session();
   // libssh cannot report the port the server chose for port 0 reliably, so a random explicit
-  // port is asked for, and another one when it is taken.
+  // port is asked for, and another one when it is taken. It is drawn from below Linux's
+  // ephemeral range (32768 and up): a port there may be some program's bind(0) on one address
+  // family only, and sshd, listening on both loopback addresses, would take the other one and
+  // report success while connections to the first went elsewhere.
   std::mt19937 rng(std::random_device{}());
-  std::uniform_int_distribution<int> pick(20000, 60000);
+  std::uniform_int_distribution<int> pick(20000, 32767);
   const int attempts = port > 0 ? 1 : 20;
   for (int attempt = 0; attempt < attempts; ++attempt) {
     int p = port > 0 ? port : pick(rng);

@@ -290,3 +290,17 @@ Ready for Claude Code Web or local sandbox."
   run ss proj -- true
   assert_success
 }
+
+@test "stopping the sandbox ends its shared connection at once" {
+  run ss proj -- true
+  assert_success
+  for _ in $(seq 50); do pgrep -f -- "--share-master $SANDBOX" >/dev/null && break; sleep 0.1; done
+  pgrep -f -- "--share-master $SANDBOX"
+  SS_SANDBOX="$SANDBOX" ss vm stop >/dev/null
+  for _ in $(seq 50); do pgrep -f -- "--share-master $SANDBOX" >/dev/null || break; sleep 0.1; done
+  run pgrep -f -- "--share-master $SANDBOX"
+  assert_failure
+  SS_SANDBOX="$SANDBOX" ss vm start >/dev/null 2>&1
+  run ss proj -- echo back
+  assert_output back
+}

@@ -121,7 +121,7 @@ try:
     s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
 except OSError as e:
     if e.errno != errno.EADDRINUSE: raise
-print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" &
+print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/null 3>&- &
   local pid=$!
   for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/hold.$1" ] && break; sleep 0.1; done
   echo "$pid"

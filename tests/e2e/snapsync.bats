@@ -16,8 +16,10 @@ setup_file() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   echo "$port" > "$BATS_FILE_TMPDIR/cdp_port"
   ss config set browser.cdp_port "$port" >/dev/null
-  chromium --headless=new --no-sandbox --disable-gpu --remote-debugging-port="$port" \
-    --user-data-dir="$E2E_ROOT/chrome" about:blank >"$E2E_ROOT/chrome.log" 2>&1 &
+  # Its own process group (killed whole), and none of bats' descriptors: a renderer outliving the
+  # browser would otherwise hold bats' output open.
+  setsid chromium --headless=new --no-sandbox --disable-gpu --remote-debugging-port="$port" \
+    --user-data-dir="$E2E_ROOT/chrome" about:blank >"$E2E_ROOT/chrome.log" 2>&1 </dev/null 3>&- &
   echo $! > "$BATS_FILE_TMPDIR/chrome.pid"
   ss new sn-app --copy >/dev/null
   ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
@@ -26,7 +28,7 @@ setup_file() {
 teardown_file() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
-  if [ -f "$BATS_FILE_TMPDIR/chrome.pid" ]; then kill "$(cat "$BATS_FILE_TMPDIR/chrome.pid")" 2>/dev/null || true; fi
+  if [ -f "$BATS_FILE_TMPDIR/chrome.pid" ]; then kill -- "-$(cat "$BATS_FILE_TMPDIR/chrome.pid")" 2>/dev/null || true; fi
   ss vm delete --sandbox "$SANDBOX" --yes || true
   e2e_home_remove
 }
@@ -253,7 +255,7 @@ gone"
   break_it "project directory" 'chmod 000 ~/projects' 'chmod 755 ~/projects'
   break_it "source mount" 'sudo umount ~/projects/sn-app && sudo umount ~/project-src/sn-app' 'true'
   ss exec sn-app -- true  # opening the project mounts the working copy again
-  kill "$(cat "$BATS_FILE_TMPDIR/chrome.pid")"
+  kill -- "-$(cat "$BATS_FILE_TMPDIR/chrome.pid")"
   run ss health-check --json
   assert_failure 1
   [ "$(check_status "browser bridge" "$output")" = failed ]

@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "error.hpp"
 #include "fs.hpp"
 #include "process.hpp"
+#include "strings.hpp"
 
 namespace ss {
 namespace {
@@ -53,6 +55,30 @@ TEST(Process, PassesDescriptorsUnderTheirNewNumbers) {
   ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
   ::close(fds[0]);
   EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "through-3\n");
+}
+
+TEST(Process, InheritsNoOtherDescriptors) {
+  // An inherited descriptor without close-on-exec (as a test runner's pipe is) stays behind.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  int fds[2] = {::fcntl(pipe_fds[0], F_DUPFD, 50), ::fcntl(pipe_fds[1], F_DUPFD, 50)};
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  ProcessOptions o;
+  o.pass_fds = {{::open("/dev/null", O_RDONLY | O_CLOEXEC), 5}};
+  ProcessResult r = ss::Run({"/bin/sh", "-c", "ls /proc/self/fd"}, o);
+  ::close(o.pass_fds[0].first);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // 0, 1, 2, the passed 5, and the descriptor ls reads /proc/self/fd through.
+  std::vector<std::string> open;
+  for (const auto& line : SplitLines(r.out)) open.push_back(line);
+  EXPECT_EQ(open.size(), 5u) << r.out;
+  for (const auto& fd : open) {
+    EXPECT_NE(fd, std::to_string(fds[0]));
+    EXPECT_NE(fd, std::to_string(fds[1]));
+  }
+  EXPECT_NE(std::find(open.begin(), open.end(), "5"), open.end()) << r.out;
 }
 
 TEST(Process, Timeout) {
