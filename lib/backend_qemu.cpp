@@ -45,6 +45,8 @@ constexpr const char* kQemu = "qemu-system-x86_64";
 // image does not have (and that costs seconds of boot under TCG).
 constexpr const char* kKernelArgs = "root=/dev/vda rw console=ttyS0 apparmor=0";
 constexpr std::chrono::seconds kLaunchTimeout{90};
+// The machine's disk, as QMP's block commands name it.
+constexpr const char* kDiskId = "disk";
 
 const char* const kIsoTools[] = {"genisoimage", "mkisofs", "xorrisofs"};
 
@@ -94,6 +96,18 @@ int64_t VirtualSize(const std::string& disk) {
   std::string out = RunChecked({"qemu-img", "info", "-U", "--output=json", disk},
                                "cannot read the VM disk", {}, kExitIoErr);
   return Json::parse(out).value("virtual-size", int64_t{0});
+}
+
+// A snapshot command on the running machine's disk, through QMP. A snapshot of a large disk
+// takes a while (QEMU answers when it is written).
+void Live(const QemuPaths& paths, const std::string& command, const std::string& snapshot,
+          const std::string& what) {
+  try {
+    QmpClient qmp(paths.Qmp(), std::chrono::minutes(5));
+    qmp.Execute(command, Json{{"device", kDiskId}, {"name", snapshot}});
+  } catch (const QmpError& e) {
+    throw Error(kExitIoErr, what, {Cat("  ", e.what())});
+  }
 }
 
 std::string SupervisorBinary() {
@@ -167,10 +181,11 @@ std::vector<std::string> QemuArgv(const QemuLaunch& l) {
               "-numa", "node,memdev=mem"});
   }
   a.insert(a.end(), {"-kernel", l.kernel, "-initrd", l.initrd, "-append", l.append});
-  a.insert(
-      a.end(),
-      {"-drive", Cat("file=", QemuOptionValue(l.disk), ",if=virtio,format=qcow2,discard=unmap"),
-       "-drive", Cat("file=", QemuOptionValue(l.seed), ",if=virtio,format=raw,readonly=on")});
+  a.insert(a.end(),
+           {"-drive",
+            Cat("file=", QemuOptionValue(l.disk), ",if=virtio,id=", kDiskId,
+                ",format=qcow2,discard=unmap"),
+            "-drive", Cat("file=", QemuOptionValue(l.seed), ",if=virtio,format=raw,readonly=on")});
   a.insert(a.end(), {"-netdev", Cat("user,id=net0,hostfwd=tcp:127.0.0.1:", l.ssh_port, "-:22"),
                      "-device", "virtio-net-pci,netdev=net0", "-device", "virtio-rng-pci"});
   for (const auto& s : l.shares) {
@@ -577,18 +592,27 @@ void QemuBackend::RequireStopped(const std::string& name, std::string_view what)
   }
 }
 
-// Snapshots are qcow2 internal snapshots of the machine's disk, made with qemu-img while the
-// machine is stopped: the disk is then consistent (the guest shut down cleanly) and nothing else
-// has it open. A live snapshot through QMP would hold only the disk as after a power cut, and
-// external overlays would turn the disk into a chain to manage; neither is worth it here.
+// Snapshots are qcow2 internal snapshots of the machine's disk. While the machine is stopped,
+// qemu-img makes them (the disk is consistent: the guest shut down cleanly). While it runs, QEMU
+// makes them through QMP without pausing the guest: the disk as it is at that instant, as after a
+// power cut, which is what a snapshot of a running LXD or Docker sandbox holds too (the guest's
+// journaling filesystem recovers it). Restoring needs the machine stopped (ss stops it first).
+// External overlays would turn the disk into a chain to manage; not worth it here.
 // Restoring brings back the whole disk (the projects, on the host, are not in it).
 void QemuBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
-  RequireStopped(name, "take a snapshot");
   QemuPaths paths(MachineDir(name));
+  SandboxState state = State(name);
+  if (state == SandboxState::kNotExists) {
+    throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
+  }
   for (const auto& s : Snapshots(name)) {
     if (s.name == snapshot) {
       throw Error(kExitCantCreate, Cat("'", name, "' already has a snapshot '", snapshot, "'"));
     }
+  }
+  if (state != SandboxState::kStopped) {
+    Live(paths, "blockdev-snapshot-internal-sync", snapshot, Cat("cannot snapshot '", name, "'"));
+    return;
   }
   RunChecked({"qemu-img", "snapshot", "-c", snapshot, paths.disk},
              Cat("cannot snapshot '", name, "'"), {}, kExitIoErr);
@@ -603,9 +627,13 @@ void QemuBackend::RestoreSnapshot(const std::string& name, const std::string& sn
 }
 
 void QemuBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
-  RequireStopped(name, "delete a snapshot");
   RequireSnapshot(*this, name, snapshot);
   QemuPaths paths(MachineDir(name));
+  if (State(name) != SandboxState::kStopped) {
+    Live(paths, "blockdev-snapshot-delete-internal-sync", snapshot,
+         Cat("cannot delete snapshot '", snapshot, "'"));
+    return;
+  }
   RunChecked({"qemu-img", "snapshot", "-d", snapshot, paths.disk},
              Cat("cannot delete snapshot '", snapshot, "'"), {}, kExitIoErr);
 }

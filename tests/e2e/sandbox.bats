@@ -3,9 +3,10 @@
 # with a pinned host key, tools present, the projects folder shared both ways with the right
 # owners, git and docker working inside, then stop / start / status / reset / delete, and the
 # faults every backend must survive: its SSH port taken while it was stopped, ss killed while it
-# starts the sandbox, the machine killed behind ss's back; and the backend's snapshot hooks
-# (take while stopped, restore, delete). CTest runs this file once per backend (lxd, docker,
-# podman, qemu); a QEMU sandbox boots four times (create, start, start after restore, reset).
+# starts the sandbox, the machine killed behind ss's back, the engine's daemon going away (LXD,
+# Docker); and the backend's snapshot hooks (take while stopped, restore, delete). CTest runs
+# this file once per backend (lxd, docker, podman, qemu); a QEMU sandbox boots four times
+# (create, start, start after restore, reset).
 
 load helpers
 
@@ -21,6 +22,8 @@ teardown_file() {
   e2e_env
   # The port holder of the port-taken test, if that test failed before stopping it.
   [ ! -s "$BATS_FILE_TMPDIR/holder" ] || kill "$(cat "$BATS_FILE_TMPDIR/holder")" 2>/dev/null || true
+  # The daemon the daemon test stopped, should that test have failed before starting it again.
+  ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null 2>&1 || true
   ss vm delete --sandbox "$SANDBOX" --yes || true
   # A daemon this file's setup started (dockerd), it stops.
   if jq -e '.started | length > 0' "$BATS_FILE_TMPDIR/setup.json" >/dev/null 2>&1; then
@@ -208,6 +211,35 @@ setup() {
   fi
   run machine_pids "$SANDBOX"
   assert_output ""
+}
+
+@test "the engine's daemon going away mid-session: exit 69 with the words, and setup brings it all back" {
+  case "$SS_E2E_BACKEND" in
+    lxd) what="the LXD daemon is not running" ;;
+    docker) what="the Docker daemon is not running" ;;
+    *) skip "$SS_E2E_BACKEND runs sandboxes without a daemon" ;;
+  esac
+  ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
+  if [ "$SS_E2E_BACKEND" = lxd ]; then
+    pkill -TERM -x lxd  # its containers live on
+    for _ in $(seq 100); do pgrep -x lxd >/dev/null || break; sleep 0.1; done
+  else
+    # dockerd is stopped, and its containers with it.
+    ss vm setup --backend docker --stop >/dev/null 2>&1
+  fi
+  run --separate-stderr ss vm status --sandbox "$SANDBOX"
+  assert_equal "$status" 69
+  [[ "${stderr_lines[0]}" == "ss-vm: error: $what"* ]]
+  assert_equal "${stderr_lines[-1]}" "hint: start it: ss vm setup --backend $SS_E2E_BACKEND"
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_equal "$status" 69
+  run ss vm setup --backend "$SS_E2E_BACKEND"
+  assert_success
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
 }
 
 @test "restoring the snapshot brings its filesystem back; name, SSH and projects stay" {
