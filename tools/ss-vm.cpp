@@ -568,6 +568,8 @@ int Complete(const Args& words) {
   } else if (prev == "--backend") {
     std::cout << "auto\n";
     for (const auto& n : BackendNames()) std::cout << n << "\n";
+  } else if (prev == "--deploy") {
+    // A folder: nothing from here, so the shell offers paths where it can (zsh).
   } else if (words[0] == "image" && words.size() == 2) {
     std::cout << "build\nls\nrm\n";
   } else if (words[0] == "image" && words.size() == 3 && words[1] == "rm") {
