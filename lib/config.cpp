@@ -220,6 +220,15 @@ std::vector<KeySpec> BuildSchema() {
        "",
        DefaultShell,
        ""});
+  add({"sandboxes.*.deploy",
+       ValueType::kString,
+       "host folder shared read-write at /mnt/deploy, set when the sandbox is created",
+       {},
+       nullptr,
+       nullptr,
+       "",
+       nullptr,
+       ""});
   add({"sandboxes.*.secrets",
        ValueType::kStringList,
        "host variables passed into this sandbox",

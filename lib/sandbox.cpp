@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "backend_qemu.hpp"
+#include "deploy.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "image.hpp"
@@ -101,6 +102,7 @@ Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
       recorded = rec.value("backend", "");
       backend_reason_ = rec.value("backend_reason", "");
       record_complete_ = rec.value("complete", true);
+      if (rec.contains("deploy") && rec["deploy"].is_string()) deploy_dir_ = rec["deploy"];
     } catch (const Json::exception&) {
       Warn(Cat("the record of sandbox '", name_, "' is damaged; ignoring it"));
     }
@@ -171,11 +173,25 @@ void Sandbox::WriteRecord(const std::string& image_id, bool complete) {
   rec["image"] = image_id;
   rec["created"] = FormatRfc3339(NowSeconds());
   rec["complete"] = complete;
+  rec["deploy"] = deploy_dir_.empty() ? Json() : Json(deploy_dir_);
   AtomicWrite(Dir() + "/sandbox.json", DumpJson(rec, 2) + "\n", 0644);
   record_complete_ = complete;
 }
 
-void Sandbox::Create(Progress& progress) {
+std::string Sandbox::DeployForCreation() const {
+  if (!deploy_request_.empty()) return ResolveDeployDir(deploy_request_, "--deploy DIR");
+  if (!deploy_dir_.empty()) {
+    return ResolveDeployDir(deploy_dir_, Cat("ss vm reset --sandbox ", name_, " --deploy DIR"));
+  }
+  Json v = config_.SandboxValue(name_, "deploy");
+  if (v.is_string() && !v.get<std::string>().empty()) {
+    return ResolveDeployDir(v.get<std::string>(),
+                            Cat("sandboxes.", name_, ".deploy in ", DisplayPath(ConfigPath())));
+  }
+  return "";
+}
+
+void Sandbox::Create(Progress& progress, const std::string& deploy) {
   ImageInfo image = EnsureImage(progress);
   MakeDirs(Dir(), 0700);
   std::string client_key = EnsureClientKey();
@@ -193,6 +209,8 @@ void Sandbox::Create(Progress& progress) {
   spec.resources = DesiredResources();
   spec.host_uid = ProjectsUid();
   spec.mounts.push_back({"projects", ProjectsDir(), "/home/sandbox/projects", false});
+  deploy_dir_ = deploy;
+  if (!deploy.empty()) spec.mounts.push_back({"deploy", deploy, kDeployTarget, false});
   ProvisionInput in;
   in.hostname = name_;
   in.instance_id = Cat(name_, "-", NowSeconds().time_since_epoch().count());
@@ -417,9 +435,11 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
                      name_)});
   }
   if (state == SandboxState::kNotExists) {
+    // Checked before anything is made: a bad folder leaves nothing behind.
+    std::string deploy = DeployForCreation();
     progress.Step(Cat("creating sandbox '", name_, "' (", backend_name_, ")"));
     try {
-      Create(progress);
+      Create(progress, deploy);
     } catch (const Error& e) {
       if (e.code() == kExitNoPerm || e.code() == kExitUsage) throw;
       throw VmFailedToStart(backend_name_, e.what());
@@ -434,6 +454,20 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
       Warn(Cat("no clean-baseline snapshot of '", name_, "': ", e.what()));
     }
     return conn;
+  }
+  if (!deploy_request_.empty()) {
+    std::string want = ResolveDeployDir(deploy_request_, "--deploy DIR");
+    if (want != deploy_dir_) {
+      throw Error(
+          kExitUsage,
+          deploy_dir_.empty()
+              ? Cat("sandbox '", name_, "' was created without a deploy folder")
+              : Cat("sandbox '", name_, "' was created with the deploy folder ", deploy_dir_),
+          {},
+          {Cat("the deploy folder is chosen when a sandbox is created; to change it: "
+               "ss vm reset --sandbox ",
+               name_, " --deploy DIR")});
+    }
   }
   if (state == SandboxState::kStopped) {
     try {
@@ -486,6 +520,8 @@ SessionLease::~SessionLease() {
 }
 
 std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
+  // The new sandbox keeps the deploy folder unless told another; checked before the old one goes.
+  deploy_request_ = DeployForCreation();
   {
     MakeDirs(SandboxesDir(), 0700);
     FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,

@@ -71,6 +71,12 @@ class Sandbox {
   // The sandbox user's login shell when this call creates the sandbox (--fish), over
   // sandboxes.<name>.shell.
   void set_login_shell(std::string shell) { login_shell_ = std::move(shell); }
+  // The host folder shared read-write at /mnt/deploy (deploy.hpp) when this call creates the
+  // sandbox (--deploy), over the recorded one (reset keeps it) and sandboxes.<name>.deploy. An
+  // existing sandbox refuses a different one (exit 64): it is fixed at creation.
+  void set_deploy_dir(std::string dir) { deploy_request_ = std::move(dir); }
+  // The deploy folder recorded at creation; empty when the sandbox has none.
+  const std::string& deploy_dir() const { return deploy_dir_; }
 
   SandboxState State();
   // How long start waits for SSH by default: 30 s, longer for a VM without hardware
@@ -104,7 +110,9 @@ class Sandbox {
   std::string Dir() const;
 
  private:
-  void Create(Progress& progress);
+  void Create(Progress& progress, const std::string& deploy);
+  // The deploy folder a creation now would share, resolved and checked (deploy.hpp errors).
+  std::string DeployForCreation() const;
   std::unique_ptr<SshConnection> WaitReady(Progress& progress, std::chrono::seconds timeout);
   SshEndpoint EndpointAt(const SshTarget& target);
   void WriteRecord(const std::string& image_id, bool complete);
@@ -116,6 +124,8 @@ class Sandbox {
   bool record_complete_ = true;
   std::unique_ptr<Backend> backend_;
   std::string login_shell_;
+  std::string deploy_request_;
+  std::string deploy_dir_;
 };
 
 // The spec's errors, shared by every command that starts or reaches a sandbox.

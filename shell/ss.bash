@@ -48,28 +48,49 @@ sync-project() {
   mkdir -p "$dst" && rsync -a --delete --exclude-from="$exclude" "$src/" "$dst/"
 }
 
-# deploy [DIR]: copies the project's build output (DIR, else the first of dist, build, out,
-# public in the current directory) to the deploy mount (/mnt/deploy).
+# deploy [DIR]: copies the project's build output to the deploy mount (/mnt/deploy, a host
+# folder shared with --deploy DIR), into /mnt/deploy/PROJECT/. The project is the one under
+# ~/projects the current directory is in (else the current directory); the output is DIR, else
+# the first of dist, build and out in the project. Nothing already there is deleted.
 deploy() {
   local target=${SS_DEPLOY_DIR:-/mnt/deploy}
-  local out=${1:-}
+  if [ $# -gt 1 ]; then
+    echo "usage: deploy [DIR]  (default: the project's dist, build or out)" >&2
+    return 64
+  fi
   if [ ! -d "$target" ]; then
     echo "deploy: $target is not mounted; create the sandbox with a deploy folder (--deploy DIR)" >&2
     return 69
   fi
+  local name root out=${1:-}
+  name=$(__ss_project "")
+  if [ -n "$name" ]; then
+    root=${SS_PROJECTS:-$HOME/projects}/$name
+  else
+    root=$PWD
+    name=${PWD##*/}
+  fi
+  if [ -z "$name" ]; then
+    echo "deploy: no project here; run it in the project's folder (~/projects/PROJECT)" >&2
+    return 64
+  fi
   if [ -z "$out" ]; then
     local d
-    for d in dist build out public; do
-      if [ -d "$d" ]; then
-        out=$d
+    for d in dist build out; do
+      if [ -d "$root/$d" ]; then
+        out=$root/$d
         break
       fi
     done
-  fi
-  if [ -z "$out" ] || [ ! -d "$out" ]; then
-    echo "deploy: no build output here (dist, build, out or public); name it: deploy DIR" >&2
+    if [ -z "$out" ]; then
+      echo "deploy: no build output in $root (dist, build or out); name it: deploy DIR" >&2
+      return 66
+    fi
+  elif [ ! -d "$out" ]; then
+    echo "deploy: $out is not a directory" >&2
     return 66
   fi
-  echo "Deploying $out/ -> $target/"
-  rsync -a "$out/" "$target/"
+  out=$(realpath -- "$out")
+  echo "Deploying $out/ -> $target/$name/"
+  mkdir -p "$target/$name" && rsync -a "$out/" "$target/$name/"
 }

@@ -46,26 +46,47 @@ function sync-project --description 'refresh ~/projects/PROJECT from ~/project-s
 end
 
 # deploy [DIR]: as in ss.bash.
-function deploy --description 'copy the build output to /mnt/deploy'
+function deploy --description 'copy the build output to /mnt/deploy/PROJECT'
     set -l target /mnt/deploy
     set -q SS_DEPLOY_DIR; and set target $SS_DEPLOY_DIR
-    set -l out $argv[1]
+    if test (count $argv) -gt 1
+        echo "usage: deploy [DIR]  (default: the project's dist, build or out)" >&2
+        return 64
+    end
     if not test -d $target
         echo "deploy: $target is not mounted; create the sandbox with a deploy folder (--deploy DIR)" >&2
         return 69
     end
+    set -l out $argv[1]
+    set -l name (__ss_project)[1]
+    set -l root $PWD
+    if test -n "$name"
+        set root $HOME/projects
+        set -q SS_PROJECTS; and set root $SS_PROJECTS
+        set root $root/$name
+    else
+        set name (string split -r -m1 / $PWD)[-1]
+    end
+    if test -z "$name"
+        echo "deploy: no project here; run it in the project's folder (~/projects/PROJECT)" >&2
+        return 64
+    end
     if test -z "$out"
-        for d in dist build out public
-            if test -d $d
-                set out $d
+        for d in dist build out
+            if test -d $root/$d
+                set out $root/$d
                 break
             end
         end
-    end
-    if test -z "$out"; or not test -d $out
-        echo "deploy: no build output here (dist, build, out or public); name it: deploy DIR" >&2
+        if test -z "$out"
+            echo "deploy: no build output in $root (dist, build or out); name it: deploy DIR" >&2
+            return 66
+        end
+    else if not test -d $out
+        echo "deploy: $out is not a directory" >&2
         return 66
     end
-    echo "Deploying $out/ -> $target/"
-    rsync -a $out/ $target/
+    set out (realpath -- $out)
+    echo "Deploying $out/ -> $target/$name/"
+    mkdir -p $target/$name; and rsync -a $out/ $target/$name/
 end

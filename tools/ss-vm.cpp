@@ -9,6 +9,7 @@
 #include "backend_qemu.hpp"
 #include "browser.hpp"
 #include "config.hpp"
+#include "deploy.hpp"
 #include "error.hpp"
 #include "health.hpp"
 #include "host_setup.hpp"
@@ -55,6 +56,8 @@ Options:
   --backend NAME        backend for a new sandbox: auto, qemu, lxd, docker, podman
   --fish                with start and reset: make fish the sandbox user's shell (default
                         sandboxes.NAME.shell, bash)
+  --deploy DIR          with start and reset: share DIR read-write at /mnt/deploy in the new
+                        sandbox (default sandboxes.NAME.deploy; reset keeps the old one)
   --timeout SECONDS     how long start waits for SSH (default 30; 300 for a VM without
                         hardware acceleration), stop waits before forcing (default 15)
   --release NAME        Debian release of the image (default bookworm)
@@ -70,6 +73,7 @@ struct Options {
   std::vector<std::string> words;
   std::string sandbox;
   std::string backend;
+  std::string deploy;
   int timeout = -1;
   std::string release = "bookworm";
   std::string mirror = "http://deb.debian.org/debian";
@@ -87,10 +91,15 @@ Options ParseArgs(const Args& args) {
   desc.add_options()("sandbox", po::value(&o.sandbox))("backend", po::value(&o.backend))(
       "timeout", po::value(&o.timeout))("release", po::value(&o.release))(
       "mirror", po::value(&o.mirror))("force", po::bool_switch(&o.force))(
-      "fish", po::bool_switch(&o.fish))("stop", po::bool_switch(&o.stop))(
-      "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
-      "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
+      "fish", po::bool_switch(&o.fish))("deploy", po::value(&o.deploy))(
+      "stop", po::bool_switch(&o.stop))("json", po::bool_switch(&o.json))(
+      "yes,y", po::bool_switch(&o.yes))("help,h", po::bool_switch(&o.help))("words",
+                                                                            po::value(&o.words));
   ParseWithWords(args, desc);
+  if (!o.deploy.empty() && !o.words.empty() && o.words[0] != "start" && o.words[0] != "reset") {
+    throw Error(kExitUsage, Cat("--deploy goes with start and reset, not ", o.words[0]), {},
+                {"the deploy folder is chosen when a sandbox is created"});
+  }
   if (o.timeout == 0 || o.timeout < -1) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
   }
@@ -113,8 +122,11 @@ std::chrono::seconds Timeout(const Options& o, std::chrono::seconds fallback) {
 void Say(std::string_view progress_line) { Note(progress_line); }
 
 int Start(const Options& o, const Config& config) {
+  // A bad folder is reported before anything else is asked of the backend.
+  std::string deploy = o.deploy.empty() ? "" : ResolveDeployDir(o.deploy, "--deploy DIR");
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   if (o.fish) sandbox.set_login_shell("fish");
+  sandbox.set_deploy_dir(deploy);
   SandboxState before = sandbox.State();
   if (before == SandboxState::kRunning) {
     Progress progress("start");
@@ -205,6 +217,7 @@ int Status(const Options& o, const Config& config) {
       doc["ssh"] = {{"host", t.host}, {"port", t.port}, {"user", "sandbox"}};
     }
     doc["projects"] = projects;
+    doc["deploy"] = sandbox.deploy_dir().empty() ? Json() : Json(sandbox.deploy_dir());
     doc["browser"] = {{"mode", BrowserModeName(browser.mode)},
                       {"summary", StatusSummary(browser, agent)},
                       {"agent_version", agent ? Json(agent->text) : Json()},
@@ -227,6 +240,10 @@ int Status(const Options& o, const Config& config) {
   std::cout << "Memory:    " << FormatSizeHuman(memory) << used(memory_used) << "\n";
   std::cout << "Disk:      " << FormatSizeHuman(disk) << used(disk_used) << "\n";
   std::cout << "Projects:  " << projects << "\n";
+  if (!sandbox.deploy_dir().empty()) {
+    std::cout << "Deploy:    " << DisplayPath(sandbox.deploy_dir()) << " (at " << kDeployTarget
+              << ")\n";
+  }
   std::cout << "Browser:   " << StatusSummary(browser, agent) << "\n";
   if (state == SandboxState::kRunning) {
     std::string claude =
@@ -245,6 +262,7 @@ int Status(const Options& o, const Config& config) {
 
 int Reset(const Options& o, const Config& config) {
   std::string name = ResolveSandboxName(o.sandbox);
+  std::string deploy = o.deploy.empty() ? "" : ResolveDeployDir(o.deploy, "--deploy DIR");
   std::string question =
       Cat("This will:\n"
           "  • Stop the VM\n"
@@ -264,6 +282,7 @@ int Reset(const Options& o, const Config& config) {
   }
   Sandbox sandbox(name, config, o.backend);
   if (o.fish) sandbox.set_login_shell("fish");
+  sandbox.set_deploy_dir(deploy);
   Say("Resetting...");
   Progress progress(Cat("sandbox ", sandbox.name()));
   sandbox.Reset(progress, Timeout(o, sandbox.DefaultStartTimeout()));
@@ -549,6 +568,8 @@ int Complete(const Args& words) {
   } else if (prev == "--backend") {
     std::cout << "auto\n";
     for (const auto& n : BackendNames()) std::cout << n << "\n";
+  } else if (prev == "--deploy") {
+    // A folder: nothing from here, so the shell offers paths where it can (zsh).
   } else if (words[0] == "image" && words.size() == 2) {
     std::cout << "build\nls\nrm\n";
   } else if (words[0] == "image" && words.size() == 3 && words[1] == "rm") {
@@ -557,7 +578,7 @@ int Complete(const Args& words) {
     for (const char* f : {"--sandbox", "--backend", "--timeout", "--json", "--yes", "--help"}) {
       std::cout << f << "\n";
     }
-    if (words[0] == "start" || words[0] == "reset") std::cout << "--fish\n";
+    if (words[0] == "start" || words[0] == "reset") std::cout << "--fish\n--deploy\n";
   }
   return 0;
 }

@@ -58,6 +58,10 @@ bash_complete() {
   assert_output "vm.memory"
   run bash_complete vm start --sandbox ""
   assert_output "ui-box"
+  run bash_complete vm start --d
+  assert_output "--deploy"
+  run bash_complete vm start --deploy ""
+  assert_output ""
   run bash_complete init ""
   assert_output $'bash\nzsh\nfish'
   run bash_complete cd cl

@@ -57,7 +57,7 @@ write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
 }
 
 @test "an unknown key: exit 64, the valid keys and did-you-mean" {
-  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.secrets"
+  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.secrets"
   run --separate-stderr ss config set foo 1
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-config: error: unknown config key: foo

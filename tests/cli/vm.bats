@@ -96,3 +96,24 @@ hint: pass --yes to confirm from a script"
   run ss vm list --json
   echo "$output" | jq -e '.kind == "SandboxList" and .version == 1 and .items == []'
 }
+
+@test "--deploy: a folder that is missing, not a directory or not for this command is refused first" {
+  run --separate-stderr ss vm start --deploy "$BATS_TEST_TMPDIR/nope"
+  assert_equal "$status" 66
+  assert_equal "$stderr" "ss-vm: error: deploy folder '$BATS_TEST_TMPDIR/nope' does not exist
+hint: create it first (mkdir -p $BATS_TEST_TMPDIR/nope), or name another: --deploy DIR"
+  touch "$BATS_TEST_TMPDIR/file"
+  run --separate-stderr ss reset --yes --deploy "$BATS_TEST_TMPDIR/file"
+  assert_equal "$status" 66
+  assert_equal "$stderr" "ss-vm: error: deploy folder '$BATS_TEST_TMPDIR/file' is not a directory
+hint: name a directory: --deploy DIR"
+  run --separate-stderr ss vm status --deploy "$BATS_TEST_TMPDIR"
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: --deploy goes with start and reset, not status
+hint: the deploy folder is chosen when a sandbox is created"
+  # Nothing was made.
+  assert_not_exists "$SS_HOME/.ss/sandboxes"
+  # A folder that exists gets as far as the backend (none runs here).
+  run --separate-stderr ss vm start --deploy "$BATS_TEST_TMPDIR"
+  assert_equal "$status" 69
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # One sandbox, end to end, on the backend in $SS_E2E_BACKEND: created from the image, reached
-# with a pinned host key, tools present, the projects folder shared both ways with the right
-# owners, git and docker working inside, then stop / start / status / reset / delete, and the
+# with a pinned host key, tools present, the projects folder and the deploy folder (--deploy)
+# shared both ways with the right owners, git and docker working inside, then stop / start / status / reset / delete, and the
 # faults every backend must survive: its SSH port taken while it was stopped, ss killed while it
 # starts the sandbox, the machine killed behind ss's back, the engine's daemon going away (LXD,
 # Docker); and the backend's snapshot hooks (take while stopped, restore, delete). CTest runs
@@ -15,6 +15,9 @@ setup_file() {
   e2e_home
   export SANDBOX="${SS_E2E_PREFIX:-e2e}-$SS_E2E_BACKEND-$$"
   ss vm setup --backend "$SS_E2E_BACKEND" --json > "$BATS_FILE_TMPDIR/setup.json"
+  # The deploy folder belongs to the projects' owner, as a user's own folder would.
+  install -d -o "$(stat -c %u "$SS_HOME/projects")" -g "$(stat -c %g "$SS_HOME/projects")" \
+    "$E2E_ROOT/deploy"
   ss vm image build >&3 2>&1
 }
 
@@ -37,13 +40,15 @@ setup() {
 }
 
 @test "start creates the sandbox from the image and waits until it is ready" {
-  run --separate-stderr ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND"
+  run --separate-stderr ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" \
+    --deploy "$E2E_ROOT/deploy"
   assert_success
   assert_output "Started."
   [[ "$stderr" == "Starting VM..."* ]]
   run ss vm status --sandbox "$SANDBOX" --json
   assert_success
   echo "$output" | jq -e --arg b "$SS_E2E_BACKEND" '.kind == "SandboxStatus" and .state == "running" and .backend == $b'
+  echo "$output" | jq -e --arg d "$E2E_ROOT/deploy" '.deploy == $d'
   echo "$output" | jq -e '.memory_used_bytes > 0 and .disk_used_bytes > 0 and .uptime_seconds >= 0'
   echo "$output" | jq -e '.agent_logged_in == false'
 }
@@ -97,6 +102,32 @@ setup() {
   assert_equal "$(cat "$SS_HOME/projects/shared/box.txt")" "from-sandbox"
   assert_equal "$(stat -c %u "$SS_HOME/projects/shared/box.txt")" "$(stat -c %u "$SS_HOME/projects")"
   assert_equal "$(stat -c %u "$SS_HOME/projects/shared/d/e")" "$(stat -c %u "$SS_HOME/projects")"
+}
+
+@test "the deploy folder is at /mnt/deploy; deploy copies the build output there, owned by the user" {
+  as_owner sh -c 'echo "from host" > "$1"' sh "$E2E_ROOT/deploy/host.txt"
+  run sandbox_ssh "$SANDBOX" "stat -c '%U' /mnt/deploy/host.txt && cat /mnt/deploy/host.txt"
+  assert_success
+  assert_output $'sandbox\nfrom host'
+  # Built inside the sandbox, deployed from a subfolder of the project with the shell's function.
+  run sandbox_ssh "$SANDBOX" 'mkdir -p ~/projects/web/src ~/projects/web/dist/assets &&
+    echo page > ~/projects/web/dist/index.html && echo js > ~/projects/web/dist/assets/app.js &&
+    cd ~/projects/web/src && bash -ic deploy'
+  assert_success
+  assert_line "Deploying /home/sandbox/projects/web/dist/ -> /mnt/deploy/web/"
+  assert_equal "$(cat "$E2E_ROOT/deploy/web/index.html")" "page"
+  assert_equal "$(cat "$E2E_ROOT/deploy/web/assets/app.js")" "js"
+  owner=$(stat -c %u "$SS_HOME/projects")
+  for f in web web/assets web/index.html web/assets/app.js; do
+    assert_equal "$(stat -c %u "$E2E_ROOT/deploy/$f")" "$owner"
+  done
+  assert_equal "$(cat "$E2E_ROOT/deploy/host.txt")" "from host"
+  run ss vm status --sandbox "$SANDBOX"
+  assert_line "Deploy:    $E2E_ROOT/deploy (at /mnt/deploy)"
+  # The folder is fixed when the sandbox is made.
+  run --separate-stderr ss vm start --sandbox "$SANDBOX" --deploy "$E2E_ROOT"
+  assert_failure 64
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: sandbox '$SANDBOX' was created with the deploy folder $E2E_ROOT/deploy"
 }
 
 @test "git status works inside a shared project (no dubious ownership)" {
@@ -254,6 +285,8 @@ setup() {
   assert_output "kept"
   run sandbox_ssh "$SANDBOX" test -e /home/sandbox/after
   assert_failure 1
+  run sandbox_ssh "$SANDBOX" cat /mnt/deploy/host.txt
+  assert_output "from host"
   run sandbox_ssh "$SANDBOX" 'echo restored > /home/sandbox/projects/shared/restored.txt'
   assert_success
   assert_equal "$(stat -c %u "$SS_HOME/projects/shared/restored.txt")" "$(stat -c %u "$SS_HOME/projects")"
@@ -275,6 +308,10 @@ setup() {
   assert_failure
   run sandbox_ssh "$SANDBOX" cat /home/sandbox/projects/shared/keep.txt
   assert_output "keep"
+  # The new sandbox keeps the deploy folder.
+  run sandbox_ssh "$SANDBOX" cat /mnt/deploy/web/index.html
+  assert_output "page"
+  ss vm status --sandbox "$SANDBOX" --json | jq -e --arg d "$E2E_ROOT/deploy" '.deploy == $d'
 }
 
 @test "delete removes it; the projects stay; nothing is left behind" {

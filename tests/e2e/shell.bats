@@ -89,11 +89,19 @@ setup() {
   run ss exec -- bash -ic 'cd ~ && deploy'
   assert_failure 69
   assert_line "deploy: /mnt/deploy is not mounted; create the sandbox with a deploy folder (--deploy DIR)"
-  ss exec -- sh -c 'rm -rf ~/site ~/out && mkdir -p ~/site/dist ~/out && echo page > ~/site/dist/index.html'
+  run ss exec -- fish -c 'cd ~; deploy'
+  assert_failure 69
+  assert_line "deploy: /mnt/deploy is not mounted; create the sandbox with a deploy folder (--deploy DIR)"
+  ss exec -- sh -c 'rm -rf ~/site ~/out && mkdir -p ~/site/dist ~/site/out ~/out && echo page > ~/site/dist/index.html && echo other > ~/site/out/o.txt'
   run ss exec -- bash -ic 'cd ~/site && SS_DEPLOY_DIR=~/out deploy'
   assert_success
-  run ss exec -- fish -c 'cd ~/site; set -x SS_DEPLOY_DIR ~/out; deploy dist'
+  assert_line "Deploying /home/sandbox/site/dist/ -> /home/sandbox/out/site/"
+  run ss exec -- fish -c 'cd ~/site; set -x SS_DEPLOY_DIR ~/out; deploy out'
   assert_success
-  run ss exec -- cat /home/sandbox/out/index.html
-  assert_output "page"
+  assert_line "Deploying /home/sandbox/site/out/ -> /home/sandbox/out/site/"
+  run ss exec -- sh -c 'cd ~/out && find . -type f | sort'
+  assert_output $'./site/index.html\n./site/o.txt'
+  run ss exec -- bash -ic 'cd ~/out && SS_DEPLOY_DIR=~/out deploy'
+  assert_failure 66
+  assert_line "deploy: no build output in /home/sandbox/out (dist, build or out); name it: deploy DIR"
 }

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <functional>
 
 #include "backend_fake.hpp"
+#include "deploy.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "output.hpp"
@@ -118,6 +122,128 @@ TEST_F(SandboxTest, KnownSandboxesAreTheRecordedOnes) {
   Record("a", "fake");
   MakeDirs(StateDir() + "/sandboxes/not-a-record");
   EXPECT_EQ(KnownSandboxes(), (std::vector<std::string>{"a", "b"}));
+}
+
+int ErrorCode(const std::function<void()>& f, std::string* message = nullptr,
+              std::vector<std::string>* hints = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    if (hints) *hints = e.hints();
+    return e.code();
+  }
+  return 0;
+}
+
+TEST_F(SandboxTest, TheDeployFolderIsResolvedAndChecked) {
+  std::string dir = home_.path() + "/site";
+  MakeDirs(dir + "/out");
+  ASSERT_EQ(::symlink((dir + "/out").c_str(), (home_.path() + "/link").c_str()), 0);
+  EXPECT_EQ(ResolveDeployDir(home_.path() + "/link", "--deploy DIR"), dir + "/out");
+  EXPECT_EQ(ResolveDeployDir(dir + "/out/", "--deploy DIR"), dir + "/out");
+  const char* old_home = std::getenv("HOME");
+  std::string saved_home = old_home ? old_home : "";
+  ::setenv("HOME", home_.path().c_str(), 1);
+  EXPECT_EQ(ResolveDeployDir("~/site/out", "--deploy DIR"), dir + "/out");
+  if (old_home) {
+    ::setenv("HOME", saved_home.c_str(), 1);
+  } else {
+    ::unsetenv("HOME");
+  }
+  char cwd[4096];
+  ASSERT_TRUE(::getcwd(cwd, sizeof cwd));
+  ASSERT_EQ(::chdir(dir.c_str()), 0);
+  EXPECT_EQ(ResolveDeployDir("out", "--deploy DIR"), dir + "/out");
+  ASSERT_EQ(::chdir(cwd), 0);
+
+  std::string message;
+  std::vector<std::string> hints;
+  EXPECT_EQ(ErrorCode([&] { ResolveDeployDir(dir + "/nope", "--deploy DIR"); }, &message, &hints),
+            kExitNoInput);
+  EXPECT_EQ(message, "deploy folder '" + dir + "/nope' does not exist");
+  EXPECT_EQ(hints, std::vector<std::string>{"create it first (mkdir -p " + dir +
+                                            "/nope), or name another: --deploy DIR"});
+  AtomicWrite(dir + "/file", "x");
+  EXPECT_EQ(
+      ErrorCode([&] { ResolveDeployDir(dir + "/file", "sandboxes.box.deploy"); }, &message, &hints),
+      kExitNoInput);
+  EXPECT_EQ(message, "deploy folder '" + dir + "/file' is not a directory");
+  EXPECT_EQ(hints, std::vector<std::string>{"name a directory: sandboxes.box.deploy"});
+  EXPECT_EQ(ErrorCode([&] { ResolveDeployDir(dir + "/file/x", "--deploy DIR"); }), kExitNoInput);
+}
+
+TEST_F(SandboxTest, AMissingDeployFolderStopsTheCreationBeforeAnythingIsMade) {
+  std::string missing = home_.path() + "/gone";
+  for (bool from_config : {false, true}) {
+    Config c = Config::Parse(
+        from_config ? "sandboxes:\n  box:\n    deploy: " + missing + "\n" : std::string(),
+        "c.yaml");
+    Sandbox s("box", c, "fake");
+    if (!from_config) s.set_deploy_dir(missing);
+    Progress p("test");
+    std::vector<std::string> hints;
+    EXPECT_EQ(ErrorCode([&] { s.EnsureRunning(p, std::chrono::seconds(1)); }, nullptr, &hints),
+              kExitNoInput);
+    ASSERT_EQ(hints.size(), 1u);
+    EXPECT_NE(hints[0].find(from_config ? "sandboxes.box.deploy in" : "--deploy DIR"),
+              std::string::npos)
+        << hints[0];
+    EXPECT_FALSE(s.exists());
+    EXPECT_FALSE(PathExists(s.Dir()));
+    EXPECT_TRUE(last_->machines.empty());
+  }
+}
+
+TEST_F(SandboxTest, TheDeployFolderIsFixedAtCreation) {
+  std::string dir = home_.path() + "/deploy", other = home_.path() + "/other";
+  MakeDirs(dir);
+  MakeDirs(other);
+  Record("box", "fake");
+  AtomicWrite(StateDir() + "/sandboxes/box/sandbox.json",
+              "{\"kind\":\"SandboxRecord\",\"version\":1,\"backend\":\"fake\",\"deploy\":\"" + dir +
+                  "\"}\n");
+  Record("plain", "fake");
+  machines_["box"].state = SandboxState::kStopped;
+  machines_["plain"].state = SandboxState::kStopped;
+  Config c = Config::Parse("", "c.yaml");
+  Sandbox s("box", c);
+  EXPECT_EQ(s.deploy_dir(), dir);
+  s.set_deploy_dir(other);
+  Progress p("test");
+  std::string message;
+  std::vector<std::string> hints;
+  EXPECT_EQ(ErrorCode([&] { s.EnsureRunning(p, std::chrono::seconds(1)); }, &message, &hints),
+            kExitUsage);
+  EXPECT_EQ(message, "sandbox 'box' was created with the deploy folder " + dir);
+  EXPECT_EQ(hints, std::vector<std::string>{"the deploy folder is chosen when a sandbox is "
+                                            "created; to change it: ss vm reset --sandbox box "
+                                            "--deploy DIR"});
+  EXPECT_EQ(last_->machines["box"].starts, 0);
+  Sandbox plain("plain", c);
+  EXPECT_EQ(plain.deploy_dir(), "");
+  plain.set_deploy_dir(dir);
+  EXPECT_EQ(ErrorCode([&] { plain.EnsureRunning(p, std::chrono::seconds(1)); }, &message),
+            kExitUsage);
+  EXPECT_EQ(message, "sandbox 'plain' was created without a deploy folder");
+}
+
+TEST_F(SandboxTest, ResetKeepsTheOldSandboxWhenItsDeployFolderIsGone) {
+  std::string gone = home_.path() + "/gone";
+  Record("box", "fake");
+  AtomicWrite(StateDir() + "/sandboxes/box/sandbox.json",
+              "{\"kind\":\"SandboxRecord\",\"version\":1,\"backend\":\"fake\",\"deploy\":\"" +
+                  gone + "\"}\n");
+  machines_["box"].state = SandboxState::kStopped;
+  Sandbox s("box", Config::Parse("", "c.yaml"));
+  Progress p("test");
+  std::vector<std::string> hints;
+  EXPECT_EQ(ErrorCode([&] { s.Reset(p, std::chrono::seconds(1)); }, nullptr, &hints), kExitNoInput);
+  EXPECT_EQ(hints, std::vector<std::string>{"create it first (mkdir -p " + gone +
+                                            "), or name another: ss vm reset --sandbox box "
+                                            "--deploy DIR"});
+  EXPECT_TRUE(s.exists());
+  EXPECT_EQ(last_->machines.count("box"), 1u);
 }
 
 TEST(FakeBackend, Lifecycle) {
