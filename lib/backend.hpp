@@ -97,6 +97,9 @@ class Backend {
   virtual SshTarget Ssh(const std::string& name) = 0;
 
   virtual void TakeSnapshot(const std::string& name, const std::string& snapshot) = 0;
+  // True when a snapshot of the running machine holds only its disk, and the machine's own kernel
+  // may still hold written data in memory (a VM): the guest is told to write it out first.
+  virtual bool SnapshotSeesOnlyTheDisk() const { return false; }
   virtual void RestoreSnapshot(const std::string& name, const std::string& snapshot) = 0;
   virtual void DeleteSnapshot(const std::string& name, const std::string& snapshot) = 0;
   virtual std::vector<Snapshot> Snapshots(const std::string& name) = 0;

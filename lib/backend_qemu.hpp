@@ -62,6 +62,7 @@ class QemuBackend : public Backend {
   explicit QemuBackend(std::string state_dir);
 
   std::string Name() const override { return "qemu"; }
+  bool SnapshotSeesOnlyTheDisk() const override { return true; }
   Probe CheckHost() override;
   SandboxState State(const std::string& name) override;
   void Create(const SandboxSpec& spec, Progress& progress) override;

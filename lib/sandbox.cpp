@@ -449,7 +449,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     // The save point `ss restore clean-baseline` returns to.
     progress.Step("taking the clean-baseline snapshot");
     try {
-      backend_->TakeSnapshot(name_, "clean-baseline");
+      TakeSnapshot("clean-baseline", conn.get());
     } catch (const Error& e) {
       Warn(Cat("no clean-baseline snapshot of '", name_, "': ", e.what()));
     }
@@ -484,6 +484,22 @@ void Sandbox::Stop(std::chrono::seconds timeout) {
   if (state == SandboxState::kStopped || state == SandboxState::kNotExists) return;
   EndShareMaster(name_);
   backend_->Stop(name_, timeout);
+}
+
+void Sandbox::TakeSnapshot(const std::string& snapshot, SshConnection* conn) {
+  if (backend_->SnapshotSeesOnlyTheDisk() && State() != SandboxState::kStopped) {
+    std::unique_ptr<SshConnection> own;
+    if (!conn) {
+      own = TryConnect();
+      conn = own.get();
+    }
+    try {
+      if (conn) conn->Exec({"sync"});
+    } catch (const Error& e) {
+      Debug(Cat("sandbox ", name_, ": sync before the snapshot: ", e.what()));
+    }
+  }
+  backend_->TakeSnapshot(name_, snapshot);
 }
 
 void Sandbox::Delete() {

@@ -94,6 +94,9 @@ class Sandbox {
   // asking the backend nothing. nullptr when that fails (stopped, moved); then EnsureRunning.
   std::unique_ptr<SshConnection> TryConnect();
   void Stop(std::chrono::seconds timeout);
+  // Takes a snapshot through the backend; a running machine with a kernel of its own is told
+  // to write out what it holds in memory first (over `conn`, or a connection of its own).
+  void TakeSnapshot(const std::string& snapshot, SshConnection* conn = nullptr);
   // Deletes the machine and creates a fresh one from the image. Projects are not touched.
   std::unique_ptr<SshConnection> Reset(Progress& progress, std::chrono::seconds timeout);
   void Delete();

@@ -77,7 +77,7 @@ Snapshot TakeSnapshot(Sandbox& sandbox, const std::string& name) {
                 Cat("sandbox '", sandbox.name(), "' already has a snapshot '", name, "'"), {},
                 {Cat("pick another name, or delete it first: ss snapshot delete ", name)});
   }
-  sandbox.backend().TakeSnapshot(sandbox.name(), name);
+  sandbox.TakeSnapshot(name);
   for (const auto& s : sandbox.backend().Snapshots(sandbox.name())) {
     if (s.name == name) return s;
   }

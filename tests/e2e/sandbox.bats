@@ -314,6 +314,23 @@ setup() {
   ss vm status --sandbox "$SANDBOX" --json | jq -e --arg d "$E2E_ROOT/deploy" '.deploy == $d'
 }
 
+@test "an ephemeral sandbox is removed when its last session ends; the projects stay" {
+  eph="$SANDBOX-eph"
+  ss config set "sandboxes.$eph.ephemeral" true >/dev/null
+  ss config set "sandboxes.$eph.backend" "$SS_E2E_BACKEND" >/dev/null
+  ss new eph-proj >/dev/null
+  SS_SANDBOX="$eph" run --separate-stderr ss eph-proj -- sh -c 'echo made > made-inside && echo inside'
+  assert_success
+  assert_output "inside"
+  assert_equal "${stderr_lines[-1]}" "Removing ephemeral sandbox '$eph'..."
+  run ss vm status --sandbox "$eph" --json
+  echo "$output" | jq -e '.state == "not-exists"'
+  run machine_pids "$eph"
+  assert_output ""
+  assert_not_exists "$SS_HOME/.ss/sandboxes/$eph"
+  assert_equal "$(cat "$SS_HOME/projects/eph-proj/made-inside")" "made"
+}
+
 @test "delete removes it; the projects stay; nothing is left behind" {
   run ss vm delete --sandbox "$SANDBOX" --yes
   assert_success
