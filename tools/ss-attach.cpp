@@ -483,9 +483,11 @@ int RunOptions(const Options& o) {
     throw Error(kExitUsage, Cat("ss ", o.verb, " takes no command after '--'"), {},
                 {"to run a command: ss exec [PROJECT] -- CMD"});
   }
+  // The agent's interactive verbs get the browser bridge, as `ss PROJECT` does.
   if (o.verb == "login") {
     OptionalProject(o, 0);
     Session s(o);
+    auto browser = StartBrowser(s.Connect(), s.config());
     return s.Interactive({"claude"}, "~");
   }
   if (o.verb == "claude" || o.verb == "claude-resume") {
@@ -493,6 +495,7 @@ int RunOptions(const Options& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     if (o.verb == "claude-resume") argv.push_back("--continue");
+    auto browser = StartBrowser(s.Connect(), s.config());
     return s.Interactive(argv, s.Dir(project));
   }
   if (o.verb == "claude-run") {

@@ -108,7 +108,7 @@ EOF
   assert_output "1000 prompts exact"
 }
 
-@test "the agent starts in the project with the spec's banner" {
+@test "the agent starts in the project with the spec's banner; ss claude gets the browser bridge too" {
   ss config set agent.command 'bash --norc -i' >/dev/null
   tmux_run "ss proj; echo rc=\$?; sleep 60"
   wait_screen 'Super-Sandbox · proj'
@@ -117,6 +117,14 @@ EOF
   wait_screen '^/home/sandbox/projects/proj$'
   keys 'exit 3' Enter
   wait_screen '^rc=3$'
+  # ss claude: the agent in the project, with the browser bridge as ss PROJECT has it (no browser
+  # on this host: the spec's box says so, and the session goes on).
+  tmux_run "ss claude proj; echo rc=\$?; sleep 60"
+  wait_screen 'Browser Integration Unavailable'
+  keys 'pwd' Enter
+  wait_screen '^/home/sandbox/projects/proj$'
+  keys 'exit 4' Enter
+  wait_screen '^rc=4$'
   ss config set agent.command 'claude --dangerously-skip-permissions' >/dev/null
   run ss config get agent.command
   assert_output 'claude --dangerously-skip-permissions'
