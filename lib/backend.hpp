@@ -103,6 +103,10 @@ class Backend {
   virtual void RestoreSnapshot(const std::string& name, const std::string& snapshot) = 0;
   virtual void DeleteSnapshot(const std::string& name, const std::string& snapshot) = 0;
   virtual std::vector<Snapshot> Snapshots(const std::string& name) = 0;
+
+  // Removes the backend's own copy of a built image (imported into LXD or a container engine);
+  // false when it has none. Throws when the copy stays (the engine still uses it).
+  virtual bool RemoveImageCopy(const std::string& /*image_id*/) { return false; }
 };
 
 // Throws ss::Error(66) "no snapshot 'S' of 'NAME'" unless `backend` has that snapshot.

@@ -280,6 +280,16 @@ void ContainerBackend::EnsureImage(const std::string& image_id, const std::strin
       Cat("cannot import image ", image_id, " into ", engine_.display), std::chrono::minutes(20));
 }
 
+bool ContainerBackend::RemoveImageCopy(const std::string& image_id) {
+  std::string ref = ContainerImageRef(engine_.name, image_id);
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(30);
+  if (!Run({engine_.client, "image", "inspect", ref}, o).ok()) return false;
+  // Refused while a container (a sandbox) is made from it: the engine's words say which.
+  Cli({"rmi", ref}, Cat("cannot remove image ", image_id, " from ", engine_.display));
+  return true;
+}
+
 void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
   EnsureImage(spec.image_id, spec.image_dir, progress);
   progress.Step(Cat("creating ", engine_.display, " container '", spec.name, "'"));

@@ -56,6 +56,7 @@ class ContainerBackend : public Backend {
   void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;
+  bool RemoveImageCopy(const std::string& image_id) override;
 
  private:
   // Runs the client; a daemon that does not answer is ss::Error(69) with the command that starts

@@ -185,6 +185,15 @@ void LxdBackend::EnsureImage(const std::string& image_id, const std::string& ima
   Lxc(args, Cat("cannot import image ", image_id, " into LXD"), std::chrono::seconds(900));
 }
 
+bool LxdBackend::RemoveImageCopy(const std::string& image_id) {
+  // Sandboxes made from it keep working: LXD gave each its own copy of the filesystem.
+  std::string alias = Cat("ss-", image_id);
+  if (!Query(Cat("/1.0/images/aliases/", alias))) return false;
+  Lxc({"image", "delete", remote_.empty() ? alias : Cat(remote_, ":", alias)},
+      Cat("cannot remove image ", image_id, " from LXD"));
+  return true;
+}
+
 void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
   if (spec.host_uid == 0) {
     // raw.idmap "both 0 1000" would let the sandbox user create setuid-root files on this host.

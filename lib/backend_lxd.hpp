@@ -27,6 +27,7 @@ class LxdBackend : public Backend {
   void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;
+  bool RemoveImageCopy(const std::string& image_id) override;
 
  private:
   std::string Ref(const std::string& name) const;  // "remote:name" or "name"

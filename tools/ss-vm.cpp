@@ -457,6 +457,19 @@ int Image(const Options& o) {
     }
     RemoveImage(*image);
     std::cout << "Removed: " << image->id << "\n";
+    // Its copies imported into LXD and the container engines go too, where those run.
+    Config config = Config::Load();
+    for (const char* kind : {"lxd", "docker", "podman"}) {
+      try {
+        auto backend = MakeBackend(kind, config);
+        if (!backend->CheckHost().usable) continue;
+        if (backend->RemoveImageCopy(image->id)) {
+          std::cout << "Removed its copy in " << kind << "\n";
+        }
+      } catch (const Error& e) {
+        Warn(Cat("kept its copy in ", kind, ": ", e.what()));
+      }
+    }
     return 0;
   }
   throw Error(
