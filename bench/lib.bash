@@ -27,3 +27,13 @@ percentile_ms() {
   jq --argjson i "$2" --argjson p "$3" \
     '.results[$i].times | sort | .[((length - 1) * $p / 100 | floor)] * 1000' "$1"
 }
+
+# systemd_up CMD...: waits until systemd in a container is up, asking through CMD (`lxc exec
+# NAME --`, `docker exec NAME`): what "ready" means for a container nothing was provisioned in.
+# is-system-running exits non-zero when degraded: its word is read, not its status.
+systemd_up() {
+  local s
+  until s=$("$@" systemctl is-system-running 2>/dev/null || true); [[ $s == running || $s == degraded ]]; do
+    sleep 0.05
+  done
+}
