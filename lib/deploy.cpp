@@ -43,11 +43,22 @@ std::string ResolveDeployDir(const std::string& dir, const std::string& origin) 
     throw Error(kExitNoInput, Cat("cannot use deploy folder '", dir, "': ", std::strerror(errno)),
                 {}, {Cat("name another: ", origin)});
   }
-  // The sandbox writes there as the projects' owner, who is this user unless root runs ss.
-  if (::geteuid() != 0 && ::access(resolved, W_OK | X_OK) != 0) {
-    throw Error(kExitNoPerm, Cat("deploy folder '", dir, "' is not writable by you"), {},
-                {Cat("give it to yourself (chown ", ::getuid(), " ", resolved,
-                     "), or name another: ", origin)});
+  // The sandbox writes there as the projects' owner: this user, or uid 1000 when root runs ss.
+  uid_t writer = ProjectsUid();
+  struct stat rst;
+  bool writable = ::stat(resolved, &rst) == 0 &&
+                  ((rst.st_uid == writer && (rst.st_mode & S_IWUSR) && (rst.st_mode & S_IXUSR)) ||
+                   ((rst.st_mode & S_IWOTH) && (rst.st_mode & S_IXOTH)));
+  if (writer == ::geteuid() && writer != 0) writable = ::access(resolved, W_OK | X_OK) == 0;
+  if (!writable) {
+    throw Error(kExitNoPerm,
+                writer == ::geteuid()
+                    ? Cat("deploy folder '", dir, "' is not writable by you")
+                    : Cat("deploy folder '", dir, "' is not writable by the sandbox's user (uid ",
+                          writer, ", the owner of the projects folder)"),
+                {},
+                {Cat("give it to ", writer == ::geteuid() ? "yourself" : "that user", ": chown ",
+                     writer, " ", resolved, ", or name another: ", origin)});
   }
   return resolved;
 }

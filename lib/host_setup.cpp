@@ -290,13 +290,6 @@ void InitialiseLxd(Progress& progress, SetupReport& report) {
               {"see /var/log/lxd/lxd.log"});
 }
 
-// The host uid whose files the sandbox user owns: the projects folder's owner.
-uid_t ProjectsUid() {
-  struct stat st;
-  if (::stat(EnsureProjectsDir().c_str(), &st) != 0) return ProjectsOwner().uid;
-  return st.st_uid;
-}
-
 bool DockerAnswers() {
   ProcessOptions o;
   o.timeout = std::chrono::seconds(10);

@@ -108,6 +108,12 @@ std::string EnsureProjectsDir() {
   return dir;
 }
 
+uid_t ProjectsUid() {
+  struct stat st;
+  if (::stat(EnsureProjectsDir().c_str(), &st) != 0) return ProjectsOwner().uid;
+  return st.st_uid;
+}
+
 std::string ExecutableDir() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);

@@ -32,6 +32,8 @@ Owner ProjectsOwner();
 // The projects folder, created (mkdir -p) and given to ProjectsOwner() when it is missing. An
 // existing folder is left as it is.
 std::string EnsureProjectsDir();
+// The host uid whose files the sandbox user owns: the projects folder's owner.
+uid_t ProjectsUid();
 
 // The directory holding the running executable (resolved through /proc/self/exe).
 std::string ExecutableDir();

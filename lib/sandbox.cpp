@@ -29,13 +29,6 @@ const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
 
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
 
-// The owner of the projects folder on the host: who the sandbox user's files belong to there.
-uid_t ProjectsUid() {
-  struct stat st;
-  if (::stat(EnsureProjectsDir().c_str(), &st) == 0) return st.st_uid;
-  return ProjectsOwner().uid;
-}
-
 }  // namespace
 
 Error VmFailedToStart(const std::string& backend, const std::string& why) {

@@ -113,7 +113,19 @@ hint: name a directory: --deploy DIR"
 hint: the deploy folder is chosen when a sandbox is created"
   # Nothing was made.
   assert_not_exists "$SS_HOME/.ss/sandboxes"
-  # A folder that exists gets as far as the backend (none runs here).
-  run --separate-stderr ss vm start --deploy "$BATS_TEST_TMPDIR"
+  # One the sandbox's user could not write to (the projects' owner: uid 1000 when root runs ss).
+  site="$BATS_TEST_TMPDIR/site"
+  mkdir -m 555 "$site"
+  run --separate-stderr ss vm start --deploy "$site"
+  assert_equal "$status" 77
+  [[ "${stderr_lines[0]}" == "ss-vm: error: deploy folder '$site' is not writable by "* ]]
+  owner=$(stat -c %u "$SS_HOME/projects")
+  who="that user"
+  [ "$owner" != "$(id -u)" ] || who=yourself
+  assert_equal "${stderr_lines[1]}" "hint: give it to $who: chown $owner $site, or name another: --deploy DIR"
+  # A folder that is theirs gets as far as the backend (none runs here).
+  chmod 755 "$site"
+  chown "$owner" "$site"
+  run --separate-stderr ss vm start --deploy "$site"
   assert_equal "$status" 69
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <functional>
@@ -15,6 +16,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "size.hpp"
+#include "strings.hpp"
 
 namespace ss {
 namespace {
@@ -39,6 +41,12 @@ class SandboxTest : public ::testing::Test {
     MakeDirs(StateDir() + "/sandboxes/" + name);
     AtomicWrite(StateDir() + "/sandboxes/" + name + "/sandbox.json",
                 "{\"kind\":\"SandboxRecord\",\"version\":1,\"backend\":\"" + backend + "\"}\n");
+  }
+
+  // A folder the sandbox's user may write (the projects' owner: uid 1000 when root runs this).
+  void MakeDeployDir(const std::string& dir) {
+    MakeDirs(dir);
+    ASSERT_EQ(::chown(dir.c_str(), ProjectsUid(), static_cast<gid_t>(-1)), 0);
   }
 
   TempDir home_;
@@ -138,7 +146,8 @@ int ErrorCode(const std::function<void()>& f, std::string* message = nullptr,
 
 TEST_F(SandboxTest, TheDeployFolderIsResolvedAndChecked) {
   std::string dir = home_.path() + "/site";
-  MakeDirs(dir + "/out");
+  MakeDirs(dir);
+  MakeDeployDir(dir + "/out");
   ASSERT_EQ(::symlink((dir + "/out").c_str(), (home_.path() + "/link").c_str()), 0);
   EXPECT_EQ(ResolveDeployDir(home_.path() + "/link", "--deploy DIR"), dir + "/out");
   EXPECT_EQ(ResolveDeployDir(dir + "/out/", "--deploy DIR"), dir + "/out");
@@ -171,6 +180,15 @@ TEST_F(SandboxTest, TheDeployFolderIsResolvedAndChecked) {
   EXPECT_EQ(message, "deploy folder '" + dir + "/file' is not a directory");
   EXPECT_EQ(hints, std::vector<std::string>{"name a directory: sandboxes.box.deploy"});
   EXPECT_EQ(ErrorCode([&] { ResolveDeployDir(dir + "/file/x", "--deploy DIR"); }), kExitNoInput);
+  // One the sandbox's user cannot write to (whoever runs ss: root writes anywhere, the sandbox
+  // does not).
+  ASSERT_EQ(::chmod((dir + "/out").c_str(), 0555), 0);
+  EXPECT_EQ(ErrorCode([&] { ResolveDeployDir(dir + "/out", "--deploy DIR"); }, &message, &hints),
+            kExitNoPerm);
+  EXPECT_EQ(message.rfind("deploy folder '" + dir + "/out' is not writable by ", 0), 0u) << message;
+  ASSERT_EQ(hints.size(), 1u);
+  EXPECT_NE(hints[0].find(Cat("chown ", ProjectsUid(), " ", dir, "/out")), std::string::npos)
+      << hints[0];
 }
 
 TEST_F(SandboxTest, AMissingDeployFolderStopsTheCreationBeforeAnythingIsMade) {
@@ -197,8 +215,8 @@ TEST_F(SandboxTest, AMissingDeployFolderStopsTheCreationBeforeAnythingIsMade) {
 
 TEST_F(SandboxTest, TheDeployFolderIsFixedAtCreation) {
   std::string dir = home_.path() + "/deploy", other = home_.path() + "/other";
-  MakeDirs(dir);
-  MakeDirs(other);
+  MakeDeployDir(dir);
+  MakeDeployDir(other);
   Record("box", "fake");
   AtomicWrite(StateDir() + "/sandboxes/box/sandbox.json",
               "{\"kind\":\"SandboxRecord\",\"version\":1,\"backend\":\"fake\",\"deploy\":\"" + dir +
