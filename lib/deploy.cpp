@@ -44,21 +44,25 @@ std::string ResolveDeployDir(const std::string& dir, const std::string& origin) 
                 {}, {Cat("name another: ", origin)});
   }
   // The sandbox writes there as the projects' owner: this user, or uid 1000 when root runs ss.
+  // That user is not always the one running ss (root writes anywhere; the sandbox does not):
+  // then the folder's owner and modes say.
   uid_t writer = ProjectsUid();
+  bool mine = writer == ::geteuid();
   struct stat rst;
-  bool writable = ::stat(resolved, &rst) == 0 &&
-                  ((rst.st_uid == writer && (rst.st_mode & S_IWUSR) && (rst.st_mode & S_IXUSR)) ||
-                   ((rst.st_mode & S_IWOTH) && (rst.st_mode & S_IXOTH)));
-  if (writer == ::geteuid() && writer != 0) writable = ::access(resolved, W_OK | X_OK) == 0;
+  bool writable =
+      mine && writer != 0
+          ? ::access(resolved, W_OK | X_OK) == 0
+          : ::stat(resolved, &rst) == 0 &&
+                ((rst.st_uid == writer && (rst.st_mode & S_IWUSR) && (rst.st_mode & S_IXUSR)) ||
+                 ((rst.st_mode & S_IWOTH) && (rst.st_mode & S_IXOTH)));
   if (!writable) {
     throw Error(kExitNoPerm,
-                writer == ::geteuid()
-                    ? Cat("deploy folder '", dir, "' is not writable by you")
-                    : Cat("deploy folder '", dir, "' is not writable by the sandbox's user (uid ",
-                          writer, ", the owner of the projects folder)"),
+                mine ? Cat("deploy folder '", dir, "' is not writable by you")
+                     : Cat("deploy folder '", dir, "' is not writable by the sandbox's user (uid ",
+                           writer, ", the owner of the projects folder)"),
                 {},
-                {Cat("give it to ", writer == ::geteuid() ? "yourself" : "that user", ": chown ",
-                     writer, " ", resolved, ", or name another: ", origin)});
+                {Cat("give it to ", mine ? "yourself" : "that user", ": chown ", writer, " ",
+                     resolved, ", or name another: ", origin)});
   }
   return resolved;
 }
