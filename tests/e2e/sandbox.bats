@@ -124,8 +124,9 @@ setup() {
   assert_equal "$(cat "$E2E_ROOT/deploy/host.txt")" "from host"
   run ss vm status --sandbox "$SANDBOX"
   assert_line "Deploy:    $E2E_ROOT/deploy (at /mnt/deploy)"
-  # The folder is fixed when the sandbox is made.
-  run --separate-stderr ss vm start --sandbox "$SANDBOX" --deploy "$E2E_ROOT"
+  # The folder is fixed when the sandbox is made: another one, however usable, is refused.
+  install -d -o "$(stat -c %u "$SS_HOME/projects")" "$E2E_ROOT/other-deploy"
+  run --separate-stderr ss vm start --sandbox "$SANDBOX" --deploy "$E2E_ROOT/other-deploy"
   assert_failure 64
   assert_equal "${stderr_lines[0]}" "ss-vm: error: sandbox '$SANDBOX' was created with the deploy folder $E2E_ROOT/deploy"
 }
