@@ -121,9 +121,14 @@ std::chrono::seconds Timeout(const Options& o, std::chrono::seconds fallback) {
 
 void Say(std::string_view progress_line) { Note(progress_line); }
 
+// The --deploy folder, checked: a bad one is reported before anything is asked of the backend
+// (or of the user).
+std::string RequestedDeploy(const Options& o) {
+  return o.deploy.empty() ? "" : ResolveDeployDir(o.deploy, "--deploy DIR");
+}
+
 int Start(const Options& o, const Config& config) {
-  // A bad folder is reported before anything else is asked of the backend.
-  std::string deploy = o.deploy.empty() ? "" : ResolveDeployDir(o.deploy, "--deploy DIR");
+  std::string deploy = RequestedDeploy(o);
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   if (o.fish) sandbox.set_login_shell("fish");
   sandbox.set_deploy_dir(deploy);
@@ -262,7 +267,7 @@ int Status(const Options& o, const Config& config) {
 
 int Reset(const Options& o, const Config& config) {
   std::string name = ResolveSandboxName(o.sandbox);
-  std::string deploy = o.deploy.empty() ? "" : ResolveDeployDir(o.deploy, "--deploy DIR");
+  std::string deploy = RequestedDeploy(o);
   std::string question =
       Cat("This will:\n"
           "  • Stop the VM\n"
