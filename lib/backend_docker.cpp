@@ -180,6 +180,13 @@ std::string ContainerBackend::Cli(const std::vector<std::string>& args, std::str
   ProcessOptions o;
   o.timeout = timeout;
   o.input = input;
+  // Podman copies what it reads on stdin to a file in $TMPDIR and, before 4.7, leaves it there;
+  // the seed, which holds the sandbox's host key, is such an input. It goes to a folder of ours.
+  std::optional<TempDir> scratch;
+  if (input) {
+    scratch.emplace();
+    o.env.emplace_back("TMPDIR", scratch->path());
+  }
   ProcessResult r = Run(argv, o);
   if (r.ok()) return r.out;
   std::string err(Trim(r.err.empty() ? r.out : r.err));

@@ -13,7 +13,6 @@
 // qemu_supervisor.hpp); ss commands talk to QEMU over QMP and never wait on it themselves.
 #include "backend_qemu.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -514,16 +513,13 @@ void QemuBackend::Delete(const std::string& name) {
   // The image's files go with the last machine that uses them.
   if (image_id.empty()) return;
   std::string machines = state_dir_ + "/qemu";
-  DIR* d = ::opendir(machines.c_str());
-  if (!d) return;
+  if (!IsDirectory(machines)) return;
   bool used = false;
-  while (dirent* e = ::readdir(d)) {
-    std::string entry = e->d_name;
-    if (entry == "." || entry == ".." || entry == "images") continue;
+  for (const auto& entry : ListDir(machines)) {
+    if (entry == "images") continue;
     auto text = ReadFileIfExists(Cat(machines, "/", entry, "/machine.json"));
     used = used || (text && text->find(Cat("\"", image_id, "\"")) != std::string::npos);
   }
-  ::closedir(d);
   if (!used) RemoveTree(Cat(machines, "/images/", image_id));
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ss {
 
@@ -16,6 +17,8 @@ std::string ReadFile(const std::string& path);  // throws ss::Error (66 missing,
 std::optional<std::string> ReadFileIfExists(const std::string& path);
 bool PathExists(const std::string& path);   // lstat: a dangling symlink exists
 bool IsDirectory(const std::string& path);  // stat: follows symlinks
+// The names in a directory, without . and ..; none when it cannot be read.
+std::vector<std::string> ListDir(const std::string& dir);
 
 void AtomicWrite(const std::string& path, std::string_view data, mode_t mode = 0644);
 // mkdir -p; new directories get `mode`.

@@ -1,6 +1,5 @@
 #include "health.hpp"
 
-#include <dirent.h>
 #include <pwd.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -195,12 +194,8 @@ CheckResult BridgeSocket() {
   }
   std::string dir = Cat("/tmp/claude-mcp-browser-bridge-", name);
   int sockets = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > 5 && n.substr(n.size() - 5) == ".sock") ++sockets;
-    }
-    ::closedir(d);
+  for (const auto& n : ListDir(dir)) {
+    if (n.size() > 5 && n.substr(n.size() - 5) == ".sock") ++sockets;
   }
   if (sockets > 0) return Ok("bridge socket", Cat(sockets, " Claude in Chrome socket(s) in ", dir));
   return Warning(

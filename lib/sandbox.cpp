@@ -1,6 +1,5 @@
 #include "sandbox.hpp"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +27,8 @@ namespace {
 const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
 
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
+
+constexpr const char* kProjectsTarget = "/home/sandbox/projects";
 
 }  // namespace
 
@@ -71,16 +72,12 @@ std::string ResolveSandboxName(const std::string& flag) {
 
 std::vector<std::string> KnownSandboxes() {
   std::vector<std::string> out;
-  DIR* d = ::opendir(SandboxesDir().c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
+  for (auto& name : ListDir(SandboxesDir())) {
     if (std::regex_match(name, kSandboxName) &&
         PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"))) {
-      out.push_back(name);
+      out.push_back(std::move(name));
     }
   }
-  ::closedir(d);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -201,7 +198,7 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
   spec.image_dir = image.dir;
   spec.resources = DesiredResources();
   spec.host_uid = ProjectsUid();
-  spec.mounts.push_back({"projects", ProjectsDir(), "/home/sandbox/projects", false});
+  spec.mounts.push_back({"projects", ProjectsDir(), kProjectsTarget, false});
   deploy_dir_ = deploy;
   if (!deploy.empty()) spec.mounts.push_back({"deploy", deploy, kDeployTarget, false});
   ProvisionInput in;
@@ -351,6 +348,23 @@ std::unique_ptr<SshConnection> Sandbox::TryConnect() {
   }
 }
 
+void Sandbox::CheckShared(SshConnection& conn) const {
+  // Mounted before sshd starts, so by now they are there or they will not come: work done in a
+  // folder that is not the host's would be lost with the sandbox.
+  std::vector<std::pair<std::string, std::string>> shared = {{"projects", kProjectsTarget}};
+  if (!deploy_dir_.empty()) shared.emplace_back("deploy", kDeployTarget);
+  for (const auto& [what, target] : shared) {
+    if (conn.Exec({"mountpoint", "-q", target}).status == 0) continue;
+    throw Error(kExitUnavailable,
+                Cat("the ", what, " folder is not shared with sandbox '", name_, "': ", target,
+                    " is not mounted"),
+                {},
+                {Cat("restart the sandbox: ss vm stop --sandbox ", name_,
+                     " && ss vm start --sandbox ", name_),
+                 "if it stays so: ss doctor"});
+  }
+}
+
 std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
                                                   std::chrono::seconds timeout) {
   using Clock = std::chrono::steady_clock;
@@ -371,26 +385,32 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
                                 detail.empty() ? "" : Cat(" (", detail, ")")));
     }
     if (state == SandboxState::kRunning) {
+      std::unique_ptr<SshConnection> conn;
+      SshTarget target;
       try {
         SshOptions o = Options();
         o.connect_timeout = std::chrono::seconds(3);
-        SshTarget target = backend_->Ssh(name_);
-        auto conn = std::make_unique<SshConnection>(EndpointAt(target), o);
-        ExecResult r = conn->Exec({"test", "-e", "/var/lib/ss/provisioned"});
-        if (r.status == 0) {
-          // Where it answered, for the quick path of the next command.
-          AtomicWrite(Dir() + "/ssh.json",
-                      DumpJson(Json{{"host", target.host}, {"port", target.port}}) + "\n", 0644);
-          return conn;
-        }
-        last_error = "provisioning has not finished";
-        if (!announced) {
-          progress.Step("provisioning (cloud-init)");
-          announced = true;
+        target = backend_->Ssh(name_);
+        conn = std::make_unique<SshConnection>(EndpointAt(target), o);
+        if (conn->Exec({"test", "-e", "/var/lib/ss/provisioned"}).status != 0) {
+          conn.reset();
+          last_error = "provisioning has not finished";
+          if (!announced) {
+            progress.Step("provisioning (cloud-init)");
+            announced = true;
+          }
         }
       } catch (const Error& e) {
         if (e.code() == kExitNoPerm) throw;  // a wrong host key is never retried into success
+        conn.reset();
         last_error = e.what();
+      }
+      if (conn) {
+        CheckShared(*conn);
+        // Where it answered, for the quick path of the next command.
+        AtomicWrite(Dir() + "/ssh.json",
+                    DumpJson(Json{{"host", target.host}, {"port", target.port}}) + "\n", 0644);
+        return conn;
       }
     }
     if (Clock::now() >= deadline) {

@@ -117,6 +117,8 @@ class Sandbox {
   // The deploy folder a creation now would share, resolved and checked (deploy.hpp errors).
   std::string DeployForCreation() const;
   std::unique_ptr<SshConnection> WaitReady(Progress& progress, std::chrono::seconds timeout);
+  // Throws ss::Error(69) unless the projects folder (and the deploy folder) are mounted.
+  void CheckShared(SshConnection& conn) const;
   SshEndpoint EndpointAt(const SshTarget& target);
   void WriteRecord(const std::string& image_id, bool complete);
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bats
 # One sandbox, end to end, on the backend in $SS_E2E_BACKEND: created from the image, reached
 # with a pinned host key, tools present, the projects folder and the deploy folder (--deploy)
-# shared both ways with the right owners, git and docker working inside, then stop / start / status / reset / delete, and the
-# faults every backend must survive: its SSH port taken while it was stopped, ss killed while it
-# starts the sandbox, the machine killed behind ss's back, the engine's daemon going away (LXD,
-# Docker); and the backend's snapshot hooks (take while stopped, restore, delete). CTest runs
+# shared both ways with the right owners, git and docker working inside, then stop / start /
+# status / reset / delete, and the faults every backend must survive: a share that is not
+# mounted, its SSH port taken while it was stopped, ss killed while it starts the sandbox, the
+# machine killed behind ss's back, the engine's daemon going away (LXD, Docker); and the
+# backend's snapshot hooks (take while stopped, restore, delete). CTest runs
 # this file once per backend (lxd, docker, podman, qemu); a QEMU sandbox boots four times
 # (create, start, start after restore, reset).
 
@@ -40,11 +41,14 @@ setup() {
 }
 
 @test "start creates the sandbox from the image and waits until it is ready" {
-  run --separate-stderr ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" \
-    --deploy "$E2E_ROOT/deploy"
+  mkdir "$BATS_TEST_TMPDIR/tmp"
+  TMPDIR="$BATS_TEST_TMPDIR/tmp" run --separate-stderr ss vm start --sandbox "$SANDBOX" \
+    --backend "$SS_E2E_BACKEND" --deploy "$E2E_ROOT/deploy"
   assert_success
   assert_output "Started."
   [[ "$stderr" == "Starting VM..."* ]]
+  # Nothing of the creation is left in the temporary folder (the seed holds the host key).
+  assert_equal "$(find "$BATS_TEST_TMPDIR/tmp" -mindepth 1)" ""
   run ss vm status --sandbox "$SANDBOX" --json
   assert_success
   echo "$output" | jq -e --arg b "$SS_E2E_BACKEND" '.kind == "SandboxStatus" and .state == "running" and .backend == $b'
@@ -151,6 +155,25 @@ setup() {
   run sandbox_ssh "$SANDBOX" docker run --rm --network none ss-e2e-busybox /bin/busybox echo hello-from-docker
   assert_success
   assert_output "hello-from-docker"
+}
+
+@test "a sandbox whose projects folder is not mounted is not called ready" {
+  # As if the share had not come up at boot: work done there would never reach the host.
+  sandbox_ssh "$SANDBOX" sudo umount --lazy /home/sandbox/projects
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_failure 69
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: the projects folder is not shared with sandbox '$SANDBOX': /home/sandbox/projects is not mounted"
+  assert_equal "${stderr_lines[1]}" "hint: restart the sandbox: ss vm stop --sandbox $SANDBOX && ss vm start --sandbox $SANDBOX"
+  if [ "$SS_E2E_BACKEND" = qemu ]; then
+    # What a boot runs (a restart of this VM would cost a minute here).
+    sandbox_ssh "$SANDBOX" sudo systemctl restart ss-mount-shares
+  else
+    ss vm stop --sandbox "$SANDBOX" >/dev/null
+  fi
+  run ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/projects/shared/host.txt
+  assert_output "from host"
 }
 
 @test "status prints the spec's lines" {
