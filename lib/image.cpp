@@ -1,7 +1,7 @@
 #include "image.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -182,6 +182,34 @@ std::string FetchVerified(const NpmTarball& t, const std::string& path) {
   return path;
 }
 
+// The build's mounts (debootstrap's own, and ChrootMounts') are made in a mount namespace of
+// this process: however the build ends, killed or interrupted included, none of them is left in
+// the host's. Mounts the host makes later still reach this process (slave).
+void UsePrivateMounts() {
+  static bool done = false;
+  if (done) return;
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+    throw Error(kExitSoftware,
+                Cat("cannot make a mount namespace for the image build: ", std::strerror(errno)));
+  }
+  done = true;
+}
+
+// Work directories of this image's earlier builds that were cut short (Ctrl-C, killed); the
+// caller holds the image's lock, so no build is still using them.
+void RemoveInterruptedBuilds(const std::string& id) {
+  std::string prefix = Cat(".build-", id, ".");
+  for (const auto& name : ListDir(ImagesDir())) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    try {
+      RemoveTree(Cat(ImagesDir(), "/", name));
+    } catch (const Error& e) {
+      Warn(Cat("left an interrupted build's files: ", e.what()));
+    }
+  }
+}
+
 // /proc, /sys, /dev and /dev/pts in the new root while package scripts run; unmounted on every
 // exit path.
 class ChrootMounts {
@@ -223,6 +251,7 @@ class Builder {
   }
 
   void Run() {
+    UsePrivateMounts();
     progress_.Step(Cat("debootstrap ", o_.release, " (base system, a few minutes)"));
     Debootstrap();
     {
@@ -437,15 +466,9 @@ class Builder {
            "systemctl disable docker");
     Chroot({"systemctl", "enable", "docker.socket"}, "systemctl enable docker.socket");
     // Every sandbox gets its own host keys (injected by provisioning) and machine id.
-    DIR* d = ::opendir((root_ + "/etc/ssh").c_str());
-    while (d && true) {
-      dirent* e = ::readdir(d);
-      if (!e) break;
-      if (std::string_view(e->d_name).rfind("ssh_host_", 0) == 0) {
-        ::unlink(Cat(root_, "/etc/ssh/", e->d_name).c_str());
-      }
+    for (const auto& name : ListDir(root_ + "/etc/ssh")) {
+      if (name.rfind("ssh_host_", 0) == 0) ::unlink(Cat(root_, "/etc/ssh/", name).c_str());
     }
-    if (d) ::closedir(d);
     // The login message is the spec's box (provisioning writes /etc/motd), not uname.
     ::unlink((root_ + "/etc/update-motd.d/10-uname").c_str());
     AtomicWrite(root_ + "/etc/machine-id", "", 0444);
@@ -489,11 +512,7 @@ class Builder {
     ::unlink(resolv.c_str());
     ::symlink("../run/systemd/resolve/stub-resolv.conf", resolv.c_str());
     // The kernel and initrd stay in the image (a VM boots them) and are copied beside it.
-    DIR* d = ::opendir((root_ + "/boot").c_str());
-    while (d) {
-      dirent* e = ::readdir(d);
-      if (!e) break;
-      std::string name = e->d_name;
+    for (const auto& name : ListDir(root_ + "/boot")) {
       std::string dest = name.rfind("vmlinuz-", 0) == 0      ? "vmlinuz"
                          : name.rfind("initrd.img-", 0) == 0 ? "initrd.img"
                                                              : "";
@@ -502,7 +521,6 @@ class Builder {
               "copying the kernel");
       }
     }
-    if (d) ::closedir(d);
   }
 
   // Containers run the host's kernel: the image's kernel and modules (440 MB) stay out of their
@@ -575,11 +593,8 @@ std::string ImageIdFor(const ImageBuildOptions& options) {
 
 std::vector<ImageInfo> ListImages() {
   std::vector<ImageInfo> out;
-  DIR* d = ::opendir(ImagesDir().c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.empty() || name[0] == '.') continue;
+  for (const auto& name : ListDir(ImagesDir())) {
+    if (name[0] == '.') continue;
     std::string dir = Cat(ImagesDir(), "/", name);
     if (!PathExists(dir + "/image.json")) continue;
     try {
@@ -588,7 +603,6 @@ std::vector<ImageInfo> ListImages() {
       Warn(Cat("ignoring image ", dir, ": ", ex.what()));
     }
   }
-  ::closedir(d);
   std::sort(out.begin(), out.end(),
             [](const ImageInfo& a, const ImageInfo& b) { return a.created > b.created; });
   return out;
@@ -618,6 +632,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
       return *existing;
     }
   }
+  RemoveInterruptedBuilds(id);
   if (::geteuid() != 0) {
     throw Error(kExitNoPerm, "building the sandbox image needs root (debootstrap, chroot)", {},
                 {"run it with sudo: sudo ss vm image build"});
@@ -637,7 +652,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
             kMinFreeBytes / kGiB, " GB free, there are ", free_bytes / (1024 * 1024), " MB"),
         {}, {"free some space, or move the cache with SS_CACHE=/other/disk"});
   }
-  TempDir work(ImagesDir(), ".build-");
+  TempDir work(ImagesDir(), Cat(".build-", id, "."));
   Builder builder(options, work.path(), Cat(ImagesDir(), "/", id, ".build.log"), progress);
   builder.Run();
 

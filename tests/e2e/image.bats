@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# The image cache: a build meeting a full disk, and removing an image with its copies in LXD and
-# the container engines. Each test has an image cache of its own (never the shared one).
+# The image cache: a build meeting a full disk, a build killed midway, and removing an image with
+# its copies in LXD and the container engines. Each test has an image cache of its own (never the shared one).
 
 load helpers
 
@@ -61,6 +61,43 @@ teardown() {
   # With the space back, nothing stands in the way of the next build: the lock is free.
   rm "$DISK/filler"
   for lock in "$SS_CACHE"/images/.*.lock; do flock -n "$lock" true; done
+}
+
+@test "an image build killed midway leaves no mount on the host; the next build clears its files" {
+  # Its own session, so the whole build can be killed at once, as the OOM killer or a crash
+  # would (Ctrl-C ends it cleanly: its children fail and it unwinds).
+  setsid ss vm image build --force > "$E2E_ROOT/build.out" 2>&1 3>&- &
+  builder=$!
+  # Until package scripts run in the new tree, with /proc, /sys and /dev mounted in it.
+  for _ in $(seq 1800); do
+    grep -q "apt-get install" "$E2E_ROOT/build.out" && break
+    kill -0 "$builder" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "apt-get install" "$E2E_ROOT/build.out" || { cat "$E2E_ROOT/build.out"; false; }
+  # The build sees its mounts; the host's namespace never has them.
+  for _ in $(seq 100); do
+    grep -q " $SS_CACHE/images/.build-.*/rootfs/proc " "/proc/$builder/mounts" && break
+    sleep 0.1
+  done
+  grep -q " $SS_CACHE/images/.build-.*/rootfs/proc " "/proc/$builder/mounts"
+  run grep -c " $SS_CACHE/" /proc/mounts
+  assert_output 0
+  kill -KILL -- "-$builder"
+  status=0
+  wait "$builder" || status=$?
+  builder=
+  [ "$status" -ne 0 ]
+  run grep -c " $SS_CACHE/" /proc/mounts
+  assert_output 0
+  work=$(compgen -G "$SS_CACHE/images/.build-*")
+  [ -d "$work/rootfs" ]
+  # The next build of that image removes what the killed one left, before anything else
+  # (here it then stops: debootstrap is not on its PATH).
+  run --separate-stderr env PATH="$SS_BUILD_DIR/bin" ss vm image build
+  assert_failure 69
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: building the image needs 'debootstrap', which is not installed"
+  assert_not_exists "$work"
 }
 
 @test "image rm removes the image's copies in LXD, Docker and Podman; one in use is kept, with the engine's words" {
