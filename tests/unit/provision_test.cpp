@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "error.hpp"
+#include "json_out.hpp"
 #include "resources.hpp"
 #include "working_copy.hpp"
 
@@ -31,14 +32,22 @@ TEST(Provision, UserDataIsCloudConfigWithTheKeys) {
   EXPECT_EQ(doc["ssh_authorized_keys"][0].as<std::string>(), "ssh-ed25519 AAAAclient ss");
   EXPECT_EQ(doc["ssh_keys"]["ed25519_private"].as<std::string>(), Input().host_private_key);
   EXPECT_EQ(doc["ssh_keys"]["ed25519_public"].as<std::string>(), "ssh-ed25519 AAAAhost ss-box");
-  bool mcp = false, marker = false;
+  bool marker = false;
   for (const auto& cmd : doc["runcmd"]) {
-    std::string last = cmd[cmd.size() - 1].as<std::string>();
-    mcp = mcp || last == "http://127.0.0.1:9333";
-    marker = marker || last == "/var/lib/ss/provisioned";
+    marker = marker || cmd[cmd.size() - 1].as<std::string>() == "/var/lib/ss/provisioned";
   }
-  EXPECT_TRUE(mcp);
   EXPECT_TRUE(marker);
+  // The agent's settings: Chrome DevTools at the configured port, in a file only its user reads.
+  Json settings;
+  for (const auto& f : doc["write_files"]) {
+    if (f["path"].as<std::string>() != "/home/sandbox/.claude.json") continue;
+    EXPECT_EQ(f["owner"].as<std::string>(), "sandbox:sandbox");
+    EXPECT_EQ(f["permissions"].as<std::string>(), "0600");
+    settings = Json::parse(f["content"].as<std::string>());
+  }
+  EXPECT_EQ(settings["mcpServers"]["chrome-devtools"]["command"], "chrome-devtools-mcp");
+  EXPECT_EQ(settings["mcpServers"]["chrome-devtools"]["args"],
+            Json({"--browserUrl", "http://127.0.0.1:9333"}));
 }
 
 TEST(Provision, TheMotdIsTheSpecsBoxWithItsMargin) {
