@@ -196,16 +196,17 @@ void UsePrivateMounts() {
   done = true;
 }
 
-// Work directories of this image's earlier builds that were cut short (Ctrl-C, killed); the
-// caller holds the image's lock, so no build is still using them.
-void RemoveInterruptedBuilds(const std::string& id) {
+// Work directories of this image's earlier builds that were killed midway (a crash, the OOM
+// killer; Ctrl-C cleans up after itself); the caller holds the image's lock, so no build is still
+// using them.
+void RemoveKilledBuilds(const std::string& id) {
   std::string prefix = Cat(".build-", id, ".");
   for (const auto& name : ListDir(ImagesDir())) {
     if (name.rfind(prefix, 0) != 0) continue;
     try {
       RemoveTree(Cat(ImagesDir(), "/", name));
     } catch (const Error& e) {
-      Warn(Cat("left an interrupted build's files: ", e.what()));
+      Warn(Cat("left a killed build's files: ", e.what()));
     }
   }
 }
@@ -632,7 +633,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
       return *existing;
     }
   }
-  RemoveInterruptedBuilds(id);
+  RemoveKilledBuilds(id);
   if (::geteuid() != 0) {
     throw Error(kExitNoPerm, "building the sandbox image needs root (debootstrap, chroot)", {},
                 {"run it with sudo: sudo ss vm image build"});

@@ -322,7 +322,9 @@ class Supervisor {
       ::unlink(paths_.Qmp().c_str());
       qemu_done_ = false;
       qemu_ = IdentifyProcess(StartChild(QemuArgv(l), paths_.qemu_log, SIGTERM));
-      WriteJson(paths_.run, RunJson(l, l.ssh_port));
+      // Its processes are recorded at once; its SSH port only once it runs, since until then
+      // the machine is starting (QEMU may yet fail to bind that port and try another).
+      WriteJson(paths_.run, RunJson(l, 0));
       if (WaitForMonitor(std::chrono::seconds(60))) break;
       std::string log = ReadFileIfExists(paths_.qemu_log).value_or("");
       StopShares();
