@@ -35,9 +35,15 @@ done
 exit 0
 )sh";
 
+// Times are compared to the nanosecond (--modify-window=-1): rsync's default, whole seconds, takes
+// a file changed within the second of the last sync, at the same size, for unchanged.
 std::vector<std::string> Rsync(bool dry_run, const std::string& from, const std::string& to) {
-  std::vector<std::string> argv = {"rsync", "-a", "--delete",
-                                   Cat("--exclude-from=", kSyncExcludeFile), "--out-format=%i %n"};
+  std::vector<std::string> argv = {"rsync",
+                                   "-a",
+                                   "--delete",
+                                   "--modify-window=-1",
+                                   Cat("--exclude-from=", kSyncExcludeFile),
+                                   "--out-format=%i %n"};
   if (dry_run) argv.push_back("--dry-run");
   argv.push_back(from + "/");
   argv.push_back(to + "/");
@@ -287,9 +293,11 @@ void ApplyChanges(SshConnection& conn, const std::string& project,
     StreamOptions so;
     so.in_fd = in;
     so.out_fd = out;
-    int status = conn.ExecStream(
-        {"tar", "-C", CopyDir(project), "-cf", "-", "--null", "--verbatim-files-from", "-T", "-"},
-        so);
+    // POSIX format: times keep their nanoseconds, so an applied file matches its copy for the
+    // next comparison (which is to the nanosecond).
+    int status = conn.ExecStream({"tar", "-C", CopyDir(project), "--format=posix", "-cf", "-",
+                                  "--null", "--verbatim-files-from", "-T", "-"},
+                                 so);
     ::close(in);
     ::close(out);
     if (status != 0) {

@@ -45,7 +45,8 @@ sync-project() {
     return 78
   fi
   echo "Syncing $src/ -> $dst/ (excluding: $(grep -v -e '^#' -e '^$' "$exclude" | paste -sd ' '))"
-  mkdir -p "$dst" && rsync -a --delete --exclude-from="$exclude" "$src/" "$dst/"
+  # Times to the nanosecond: a file changed within a second of the last sync is not skipped.
+  mkdir -p "$dst" && rsync -a --delete --modify-window=-1 --exclude-from="$exclude" "$src/" "$dst/"
 }
 
 # deploy [DIR]: copies the project's build output to the deploy mount (/mnt/deploy, a host
@@ -92,5 +93,5 @@ deploy() {
   fi
   out=$(realpath -- "$out")
   echo "Deploying $out/ -> $target/$name/"
-  mkdir -p "$target/$name" && rsync -a "$out/" "$target/$name/"
+  mkdir -p "$target/$name" && rsync -a --modify-window=-1 "$out/" "$target/$name/"
 }

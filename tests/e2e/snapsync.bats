@@ -167,7 +167,10 @@ gone"
 @test "diff shows the copy's changes; apply copies them back and deletes only what the copy deleted" {
   as_owner sh -c "printf 'a\nb\n' > '$P/edit.txt' && echo gone > '$P/del.txt' && echo stay > '$P/stay.txt'"
   ss sync sn-app
-  in_sandbox 'cd ~/projects/sn-app && printf "a\nB\n" > edit.txt && rm del.txt && echo fresh > added.txt'
+  # The edit keeps the size and lands in the same second as the source's time (only the
+  # nanoseconds differ), as an edit made right after a sync does.
+  in_sandbox 'cd ~/projects/sn-app && printf "a\nB\n" > edit.txt && rm del.txt && echo fresh > added.txt &&
+    touch -d "@$(stat -c %Y ~/project-src/sn-app/edit.txt).123456789" edit.txt'
   run ss diff sn-app
   assert_success
   assert_line -- "--- a/edit.txt"
