@@ -352,7 +352,12 @@ void Mux::Pull(Channel& c, int stream) {
       o.backlog = false;
       break;
     }
-    c.Deliver(stream, scratch_.data(), static_cast<size_t>(n));
+    // Reading may have let libssh hand newer output to OnData first, filling the queue: what was
+    // read is out of libssh for good, so whatever Deliver has no room for is queued all the same.
+    size_t took = static_cast<size_t>(c.Deliver(stream, scratch_.data(), static_cast<size_t>(n)));
+    if (took < static_cast<size_t>(n) && !o.failed) {
+      o.queue.append(scratch_.data() + took, static_cast<size_t>(n) - took);
+    }
   }
   FlushOutput(c, stream);
 }
