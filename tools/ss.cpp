@@ -3,11 +3,14 @@
 // ours at all (iproute2's `ss -tlnp`, `ss state established`) is exec'd, argv untouched, to the
 // next `ss` on PATH. It exec()s, so the terminal, signals and exit status belong to the target.
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -104,28 +107,35 @@ std::optional<std::string> FindTool(const std::string& binary) {
   ExecPath(path, argv);
 }
 
-// The `ss` that is not us: the next one on PATH after ours, else the usual iproute2 places.
+// Every copy of this dispatcher carries this mark; iproute2's ss (or any other) does not.
+constexpr char kDispatcherMark[] = "ss:dispatcher:4f7a21c9";
+
+// Whether `path` is a copy of this dispatcher (a build tree, ~/.local, /usr/local...).
+bool IsOurDispatcher(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  void* map = ::fstat(fd, &st) == 0 && st.st_size > 0
+                  ? ::mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                  : MAP_FAILED;
+  ::close(fd);
+  if (map == MAP_FAILED) return false;
+  bool ours = ::memmem(map, st.st_size, kDispatcherMark, sizeof kDispatcherMark - 1) != nullptr;
+  ::munmap(map, st.st_size);
+  return ours;
+}
+
+// The `ss` that is not ours: the first on PATH that is not a copy of this dispatcher, else the
+// usual iproute2 places.
 std::optional<std::string> FindOtherSs() {
-  std::string self = RealPath("/proc/self/exe");
-  std::vector<std::string> candidates;
   const char* path = std::getenv("PATH");
-  bool seen_self = false;
-  std::optional<std::string> before_self;
   for (const auto& dir : Split(path ? path : "", ':')) {
     if (dir.empty()) continue;
     std::string candidate = dir + "/ss";
-    if (!IsExecutableFile(candidate)) continue;
-    std::string real = RealPath(candidate);
-    if (real == self) {
-      seen_self = true;
-      continue;
-    }
-    if (seen_self) return candidate;
-    if (!before_self) before_self = candidate;
+    if (IsExecutableFile(candidate) && !IsOurDispatcher(candidate)) return candidate;
   }
-  if (before_self) return before_self;
   for (const char* fallback : {"/usr/bin/ss", "/bin/ss", "/usr/sbin/ss", "/sbin/ss"}) {
-    if (IsExecutableFile(fallback) && RealPath(fallback) != self) return std::string(fallback);
+    if (IsExecutableFile(fallback) && !IsOurDispatcher(fallback)) return std::string(fallback);
   }
   return std::nullopt;
 }

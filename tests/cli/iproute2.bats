@@ -53,6 +53,23 @@ setup() {
   assert_output "other -s"
 }
 
+@test "every copy of this dispatcher on PATH is skipped on the way to iproute2's" {
+  # As on a machine with ss installed system-wide, another copy in ~/.local and a build tree
+  # first on PATH (the README's install, its "Building by hand" and the tests' own PATH).
+  mkdir -p "$BATS_TEST_TMPDIR/usr-local/bin" "$BATS_TEST_TMPDIR/dot-local/bin"
+  cp "$SS_BUILD_DIR/bin/ss" "$BATS_TEST_TMPDIR/usr-local/bin/ss"
+  cp "$SS_BUILD_DIR/bin/ss" "$BATS_TEST_TMPDIR/dot-local/bin/ss"
+  stub ss 'echo "iproute2 $*"'
+  PATH="$SS_BUILD_DIR/bin:$BATS_TEST_TMPDIR/dot-local/bin:$BATS_TEST_TMPDIR/usr-local/bin:$STUBS:/usr/bin:/bin" \
+    run --separate-stderr "$BATS_TEST_TMPDIR/usr-local/bin/ss" -tlnp
+  assert_success
+  assert_output "iproute2 -tlnp"
+  PATH="$BATS_TEST_TMPDIR/dot-local/bin:$SS_BUILD_DIR/bin:$BATS_TEST_TMPDIR/usr-local/bin:/usr/bin:/bin" \
+    run --separate-stderr ss -tlnp
+  assert_success
+  assert_line --index 0 --regexp '^State +Recv-Q +Send-Q'
+}
+
 @test "a project named like an iproute2 filter word is ours" {
   mkdir -p "$SS_HOME/projects/state"
   stub ss-attach 'echo "attach $*"'
