@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# Installs ss on Debian 12 or Ubuntu 24.04: the packages it needs, a build, and the install.
+# Installs ss on a Debian or Ubuntu machine (tested on Debian 12): the packages it needs, a
+# build, and the install.
 #
-#   ./install.sh [--prefix DIR] [--deps-only] [--no-deps] [--no-setup] [--build-dir DIR]
+#   ./install.sh [--prefix DIR] [--deps-only] [--deps-for STEPS] [--no-deps] [--no-setup]
+#                [--build-dir DIR]
 #
-# After installing, prepares this machine for sandboxes unless --no-setup: `ss vm setup` (the
-# backend's packages and daemons) and `ss vm image build` (a few minutes the first time). Idempotent: re-running upgrades in place. Works as root or as
-# a user who can sudo.
+# Packages come from lib/packages.tsv: those the steps in --deps-for need (default
+# "build,core": building ss and running it). After installing, prepares this machine for
+# sandboxes unless --no-setup: `ss vm setup` (the backend's and the image build's packages, its
+# daemons) and `ss vm image build` (a few minutes the first time). Idempotent: re-running
+# upgrades in place. Works as root or as a user who can sudo.
 set -euo pipefail
 
 prefix=/usr/local
 deps=1
+deps_for=build,core
 build=1
 setup=1
 build_dir=""
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 usage() {
-  sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 while [ $# -gt 0 ]; do
@@ -24,6 +29,8 @@ while [ $# -gt 0 ]; do
     --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
     --prefix=*) prefix=${1#*=}; shift ;;
     --deps-only) build=0; shift ;;
+    --deps-for) deps_for=${2:?--deps-for needs a list of steps}; shift 2 ;;
+    --deps-for=*) deps_for=${1#*=}; shift ;;
     --no-deps) deps=0; shift ;;
     --no-setup) setup=0; shift ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift 2 ;;
@@ -46,31 +53,51 @@ as_root() {
   fi
 }
 
-# Build and run-time packages (Debian names; Ubuntu 24.04 has the same).
-packages=(
-  g++ cmake ninja-build pkg-config git scdoc
-  libboost-program-options-dev libssh-dev libasio-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev
-  bats bats-assert bats-support bats-file
-  openssh-client rsync jq socat man-db ca-certificates
-  zsh fish tmux bash-completion iproute2
-)
+# The packages of lib/packages.tsv's rows that the comma-separated steps in $1 need ("build",
+# "core", ...) and that are missing, one row's alternatives ("a|b") per line.
+missing_packages() {
+  local cmd pkgs needs dirs p dir found
+  while IFS=$'\t' read -r cmd pkgs needs dirs; do
+    case "$cmd" in '' | '#'*) continue ;; esac
+    found=
+    for p in ${needs//,/ }; do case ",$1," in *",$p,"*) found=1 ;; esac; done
+    [ -n "$found" ] || continue
+    found=
+    if [ "$cmd" = - ]; then
+      for p in ${pkgs//|/ }; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && found=1
+      done
+    elif command -v "$cmd" >/dev/null 2>&1; then
+      found=1
+    else
+      for dir in ${dirs//:/ }; do [ -x "$dir/$cmd" ] && found=1; done
+    fi
+    [ -n "$found" ] || echo "$pkgs"
+  done < "$here/lib/packages.tsv"
+}
 
-install_packages() {
-  local missing=()
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  say "installing packages: ${missing[*]}"
+# install_for STEPS: installs what missing_packages names, the first alternative the archive has.
+install_for() {
+  local rows=() chosen=() row p
+  mapfile -t rows < <(missing_packages "$1")
+  [ ${#rows[@]} -eq 0 ] && return 0
   as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+  for row in "${rows[@]}"; do
+    for p in ${row//|/ }; do
+      if [ "$p" = "${row##*|}" ] || apt-cache show --no-all-versions "$p" >/dev/null 2>&1; then
+        chosen+=("$p")
+        break
+      fi
+    done
+  done
+  say "installing packages: ${chosen[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends "${missing[@]}" >/dev/null
+    --no-install-recommends "${chosen[@]}" >/dev/null
 }
 
 if [ "$deps" = 1 ]; then
-  command -v apt-get >/dev/null || { echo "install.sh: needs apt-get (Debian 12 or Ubuntu 24.04)" >&2; exit 69; }
-  install_packages "${packages[@]}"
+  command -v apt-get >/dev/null || { echo "install.sh: needs apt-get (a Debian or Ubuntu system)" >&2; exit 69; }
+  install_for "$deps_for"
 fi
 
 [ "$build" = 1 ] || exit 0

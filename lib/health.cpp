@@ -179,6 +179,7 @@ CheckResult HostProgram(const std::string& name, const std::vector<std::string>&
     if (!path) continue;
     ProcessOptions o;
     o.timeout = std::chrono::seconds(10);
+    o.unlisted = true;  // the user's own programs, looked for, never installed
     ProcessResult r = Run({*path, "--version"}, o);
     std::string version = r.ok() ? FirstLine(r.out) : "";
     return Ok(name, version.empty() ? *path : Cat(version, " (", *path, ")"));

@@ -11,6 +11,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "packages.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -22,10 +23,6 @@
 namespace ss {
 namespace {
 
-const std::vector<std::string> kLxdPackages = {
-    "lxd",      "lxd-client", "lxcfs",  "btrfs-progs",    "dnsmasq-base",
-    "iptables", "nftables",   "uidmap", "squashfs-tools", "attr"};
-
 std::string DaemonsFile() { return "/run/ss-daemons.json"; }
 
 void RequireRoot(const std::string& what) {
@@ -34,29 +31,8 @@ void RequireRoot(const std::string& what) {
   }
 }
 
-bool Installed(const std::string& package) {
-  ProcessResult r = Run({"dpkg-query", "-W", "-f", "${Status}", package});
-  return r.ok() && r.out.find("install ok installed") != std::string::npos;
-}
-
-void AptInstall(const std::vector<std::string>& packages, Progress& progress, SetupReport& report) {
-  std::vector<std::string> missing;
-  for (const auto& p : packages) {
-    if (!Installed(p)) missing.push_back(p);
-  }
-  if (missing.empty()) return;
-  RequireRoot("installing packages");
-  progress.Step(Cat("apt-get install ", Join(missing, " ")));
-  ProcessOptions o;
-  o.env = {{"DEBIAN_FRONTEND", "noninteractive"}};
-  o.timeout = std::chrono::minutes(20);
-  RunChecked({"apt-get", "-o", "DPkg::Lock::Timeout=600", "update", "-qq"}, "apt-get update failed",
-             o, kExitUnavailable);
-  std::vector<std::string> argv{"apt-get", "-o",  "DPkg::Lock::Timeout=600", "install",
-                                "-y",      "-qq", "--no-install-recommends"};
-  argv.insert(argv.end(), missing.begin(), missing.end());
-  RunChecked(argv, "apt-get install failed", o, kExitUnavailable);
-  report.done.push_back(Cat("installed ", Join(missing, ", ")));
+void Append(SetupReport& report, const std::vector<std::string>& done) {
+  report.done.insert(report.done.end(), done.begin(), done.end());
 }
 
 bool LxdAnswers() {
@@ -349,7 +325,10 @@ void RemoveDockerRules(SetupReport& report) {
 
 SetupReport SetupDocker(Progress& progress) {
   SetupReport report;
-  if (!FindInPath("dockerd") && !DockerAnswers()) AptInstall({"docker.io"}, progress, report);
+  // An engine that answers (the user's own, perhaps remote) needs no package of ours.
+  std::vector<std::string> steps{"core", "image"};
+  if (!DockerAnswers()) steps.push_back("docker");
+  Append(report, InstallFor(steps, "ss vm setup --backend docker", progress));
   EnsureCgroupControllers(report);
   if (DockerAnswers()) return report;
   RequireRoot("starting Docker");
@@ -435,20 +414,14 @@ SetupReport TeardownDocker(Progress& progress) {
 
 SetupReport SetupPodman(Progress& progress) {
   SetupReport report;
-  if (!FindInPath("podman")) AptInstall({"podman"}, progress, report);
+  Append(report, InstallFor({"core", "image", "podman"}, "ss vm setup --backend podman", progress));
   EnsureCgroupControllers(report);
   return report;
 }
 
 SetupReport SetupQemu(Progress& progress) {
   SetupReport report;
-  std::vector<std::string> packages;
-  if (!FindInPath("qemu-system-x86_64")) packages.push_back("qemu-system-x86");
-  if (!FindInPath("qemu-img")) packages.push_back("qemu-utils");
-  if (!FindInPath("genisoimage") && !FindInPath("mkisofs") && !FindInPath("xorrisofs")) {
-    packages.push_back("genisoimage");
-  }
-  AptInstall(packages, progress, report);
+  Append(report, InstallFor({"core", "image", "qemu"}, "ss vm setup --backend qemu", progress));
   return report;
 }
 
@@ -459,7 +432,7 @@ bool HaveSystemd() {
 
 SetupReport SetupLxd(Progress& progress) {
   SetupReport report;
-  AptInstall(kLxdPackages, progress, report);
+  Append(report, InstallFor({"core", "image", "lxd"}, "ss vm setup --backend lxd", progress));
   EnsureCgroupControllers(report);
   uid_t uid = ProjectsUid();
   bool mapping_changed = false;
@@ -504,7 +477,7 @@ SetupReport TeardownLxd(Progress& progress) {
     ::kill(lxcfs, SIGTERM);
     for (int i = 0; i < 50 && Alive(lxcfs); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    Run({"fusermount", "-u", "/var/lib/lxcfs"});
+    Run({"umount", "/var/lib/lxcfs"});
     report.done.push_back(Cat("stopped lxcfs (pid ", lxcfs, ")"));
   }
   if (PathExists(DaemonsFile())) {

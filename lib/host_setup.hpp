@@ -15,6 +15,8 @@ struct SetupReport {
   std::vector<std::pair<std::string, int>> started;  // daemons started: name, pid
 };
 
+// Each Setup* installs what ss, the image build and that backend need, then starts and
+// initialises the backend.
 // Installs, starts and initialises LXD so that sandboxes can run. Needs root for anything it
 // has to change.
 SetupReport SetupLxd(Progress& progress);

@@ -14,6 +14,7 @@
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "packages.hpp"
 #include "http.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -32,12 +33,6 @@ constexpr int kRecipeVersion = 4;
 // then qcow2) at its peak, plus the package cache.
 constexpr int64_t kMinFreeBytes = 8LL * 1024 * 1024 * 1024;
 constexpr int64_t kGiB = 1024LL * 1024 * 1024;
-
-// The build's own tools, with the packages that provide them.
-const std::pair<const char*, const char*> kBuildTools[] = {
-    {"debootstrap", "debootstrap"}, {"chroot", "coreutils"},    {"tar", "tar"},
-    {"mkfs.ext4", "e2fsprogs"},     {"qemu-img", "qemu-utils"},
-};
 
 // Free bytes on the filesystem holding `path`, or -1.
 int64_t FreeBytes(const std::string& path) {
@@ -395,6 +390,7 @@ class Builder {
                                   CacheDir() + "/npm"};
     argv.insert(argv.end(), kNpmPackages.begin(), kNpmPackages.end());
     ProcessOptions options = Options(std::chrono::minutes(20));
+    options.unlisted = true;  // the image's own node
     options.env.push_back({"HOME", home});
     options.env.push_back({"PATH", Cat(root_, "/usr/local/bin:/usr/bin:/bin")});
     Check(ss::Run(argv, options), "npm install");
@@ -638,13 +634,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
     throw Error(kExitNoPerm, "building the sandbox image needs root (debootstrap, chroot)", {},
                 {"run it with sudo: sudo ss vm image build"});
   }
-  for (const auto& [tool, package] : kBuildTools) {
-    if (!FindInPath(tool)) {
-      throw Error(kExitUnavailable,
-                  Cat("building the image needs '", tool, "', which is not installed"), {},
-                  {Cat("install it: apt-get install ", package)});
-    }
-  }
+  InstallFor({"image"}, "building the image", progress);
   int64_t free_bytes = FreeBytes(ImagesDir());
   if (free_bytes >= 0 && free_bytes < kMinFreeBytes) {
     throw Error(

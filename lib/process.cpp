@@ -14,6 +14,7 @@
 #include <map>
 
 #include "error.hpp"
+#include "host_commands.hpp"
 #include "output.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
@@ -93,6 +94,7 @@ struct SpawnFds {
 pid_t SpawnWith(const std::vector<std::string>& argv, const ProcessOptions& options,
                 const SpawnFds& fds) {
   if (argv.empty()) throw Error(kExitSoftware, "internal: empty argv");
+  if (!options.unlisted) RequireListed(argv[0]);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (fds.in >= 0) {

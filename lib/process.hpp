@@ -29,6 +29,10 @@ struct ProcessOptions {
   bool new_session = false;
   // Descriptors handed to the child: {descriptor here, number in the child}.
   std::vector<std::pair<int, int>> pass_fds;
+  // argv[0] is none of the host's programs (lib/packages.tsv lists those, and nothing else is
+  // run without this): one of ss's own binaries, a program of the image being built, or one the
+  // user chose.
+  bool unlisted = false;
 };
 
 struct ProcessResult {

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "fs.hpp"
+#include "host_commands.hpp"
 #include "json_out.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -437,7 +438,7 @@ bool EnvSet(const char* name) {
 void InitGit(const std::string& dir, std::string_view project) {
   if (!FindInPath("git")) {
     throw Error(kExitUnavailable, "git is not installed", {},
-                {"install git (such as 'apt install git'), then run the command again"});
+                {Cat(InstallHint("git"), ", then run the command again")});
   }
   ProcessOptions options;
   options.cwd = dir;

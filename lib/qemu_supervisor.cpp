@@ -13,6 +13,8 @@
 
 #include "backend_qemu.hpp"
 #include "digest.hpp"
+#include "host_commands.hpp"
+#include "packages.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "output.hpp"
@@ -53,18 +55,13 @@ std::vector<std::string> Tail(const std::string& path, size_t lines) {
   return out;
 }
 
-// Candidates in the order distributions install them (Rust virtiofsd in libexec, QEMU's own C
-// one until 8.0).
-std::optional<std::string> FindVirtiofsd() {
-  for (const char* path : {"/usr/libexec/virtiofsd", "/usr/lib/qemu/virtiofsd"}) {
-    if (::access(path, X_OK) == 0) return std::string(path);
-  }
-  return FindInPath("virtiofsd");
-}
+// The Rust virtiofsd (in libexec), or QEMU's own C one until 8.0 (in /usr/lib/qemu).
+std::optional<std::string> FindVirtiofsd() { return LocateCommand("virtiofsd"); }
 
 // A child of the supervisor: stdin /dev/null, output to `log`, default signals, and `deathsig`
 // when the supervisor dies, so that nothing outlives it.
 pid_t StartChild(const std::vector<std::string>& argv, const std::string& log, int deathsig) {
+  RequireListed(argv[0]);
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -490,6 +487,7 @@ int LaunchSupervisor(const QemuPaths& paths, int lock_fd, const std::string& sup
   }
   ProcessOptions o;
   o.new_session = true;
+  o.unlisted = true;  // ss-vm itself
   o.pass_fds = {{fds[1], kReadyFd}, {lock_fd, kLockFd}};
   AtomicWrite(paths.supervisor_log, "", 0600);
   pid_t pid;

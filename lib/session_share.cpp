@@ -360,6 +360,7 @@ void StartShareMaster(const std::string& executable, const std::string& sandbox)
     ProcessOptions o;
     o.new_session = true;
     o.capture_stdout = o.capture_stderr = true;  // to /dev/null
+    o.unlisted = true;                          // ss-attach itself
     pid_t pid = Spawn({executable, "--share-master", sandbox}, "", o);
     // Not waited for: it outlives us (init reaps it).
     (void)pid;

@@ -224,6 +224,7 @@ void StageRelease(const Release& r, const std::string& dir) {
   if (!has_ss) BadRelease("the release archive has no bin/ss");
   ProcessOptions po;
   po.timeout = std::chrono::seconds(10);
+  po.unlisted = true;  // the release being installed
   ProcessResult v = Run({Cat(tree, "/bin/ss"), "--version"}, po);
   if (!v.ok() || v.out.rfind(Cat("ss ", r.version, " "), 0) != 0) {
     BadRelease(Cat("the downloaded ss does not run as version ", r.version),
@@ -321,6 +322,7 @@ void UpdateOnLaunch(const std::string& ss_update_path) {
     ::close(fd);
     ProcessOptions o;
     o.new_session = true;
+    o.unlisted = true;  // ss-update itself
     Spawn({ss_update_path, "--background"}, dir + "/log", o);
   } catch (const std::exception& e) {
     Debug(Cat("update check on launch: ", e.what()));

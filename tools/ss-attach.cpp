@@ -379,6 +379,7 @@ int Menu() {
         ProcessOptions po;
         po.inherit_stdin = true;
         po.capture_stdout = po.capture_stderr = false;
+        po.unlisted = true;
         ss::Run({ExecutableDir() + "/ss-config"}, po);
         redraw = true;
       } else if (c.letter == 'n') {

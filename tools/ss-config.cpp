@@ -202,6 +202,7 @@ int RunInteractive(const std::vector<std::string>& argv) {
   ProcessOptions po;
   po.inherit_stdin = true;
   po.capture_stdout = po.capture_stderr = false;
+  po.unlisted = true;  // ss's own binaries
   return ss::Run(argv, po).status;
 }
 

@@ -196,7 +196,7 @@ hint: move it away, or choose another name"
   run --separate-stderr env PATH="$BATS_TEST_TMPDIR/nogit" "$SS_BUILD_DIR/bin/ss" new nogit
   assert_equal "$status" 69
   assert_equal "$stderr" "ss-project: error: git is not installed
-hint: install git (such as 'apt install git'), then run the command again"
+hint: install it: apt-get install git, then run the command again"
   assert_equal "$(ls -A "$P")" ""
 }
 

@@ -91,11 +91,25 @@ TEST(Process, Timeout) {
 }
 
 TEST(Process, MissingProgramIsUnavailable) {
+  ProcessOptions o;
+  o.unlisted = true;
+  try {
+    ss::Run({"ss-no-such-program-xyz"}, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitUnavailable);
+  }
+}
+
+TEST(Process, ProgramsOutsideThePackageTableAreRefused) {
+  // ss runs nothing lib/packages.tsv does not list: a new command needs its row (its package).
   try {
     ss::Run({"ss-no-such-program-xyz"});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), kExitUnavailable);
+    EXPECT_EQ(e.code(), kExitSoftware);
+    EXPECT_STREQ(e.what(),
+                 "internal: ss ran 'ss-no-such-program-xyz', which lib/packages.tsv does not list");
   }
 }
 
