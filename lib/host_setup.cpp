@@ -11,14 +11,14 @@
 
 #include "error.hpp"
 #include "fs.hpp"
-#include "packages.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
+#include "packages.hpp"
 #include "paths.hpp"
 #include "process.hpp"
-#include "resources.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
+#include "subnet.hpp"
 
 namespace ss {
 namespace {
@@ -229,41 +229,119 @@ void RestartLxd(SetupReport& report) {
   report.done.push_back("restarted lxd to load the new id mapping");
 }
 
-// A fresh LXD (no root disk or network in the default profile) gets a pool (btrfs on a loop
-// file, or a plain directory where btrfs cannot be used), a NAT bridge and a default profile.
+// LXD's words for a failed command: its "Error: " line(s).
+std::string LxdWords(const ProcessResult& r) {
+  std::string text(Trim(r.err.empty() ? r.out : r.err));
+  if (text.rfind("Error: ", 0) == 0) text = text.substr(7);
+  return r.timed_out ? "no answer from LXD" : text;
+}
+
+// The storage pool for the default profile: btrfs on a loop file, else a plain directory
+// (where loop devices or btrfs are not available, as in a container).
+std::string MakeLxdPool(Progress& progress) {
+  std::vector<std::string> failures;
+  for (const char* driver : {"btrfs", "dir"}) {
+    progress.Step(Cat("creating LXD's storage pool 'default' (", driver, ")"));
+    std::vector<std::string> argv{"lxc", "storage", "create", "default", driver};
+    if (std::string(driver) == "btrfs") argv.push_back("size=30GiB");
+    ProcessOptions o;
+    o.timeout = std::chrono::minutes(2);
+    ProcessResult r = Run(argv, o);
+    if (r.ok()) return driver;
+    failures.push_back(Cat("  ", driver, ": ", LxdWords(r)));
+    Run({"lxc", "storage", "delete", "default"});  // what a half-made attempt left
+  }
+  throw Error(kExitUnavailable, "cannot create LXD's storage pool 'default'", failures,
+              {"see /var/log/lxd/lxd.log"});
+}
+
+bool AutoSubnetFailed(std::string_view words) {
+  return words.find("unused IPv4 subnet") != std::string_view::npos ||
+         words.find("Failed generating auto config") != std::string_view::npos;
+}
+
+// A NAT bridge for the sandboxes, on a subnet LXD picks; where LXD's own probe finds none, on a
+// private /24 that no route, interface, LXD, Docker or Podman network of this host uses. A
+// bridge named lxdbr0 that LXD does not manage is the user's: ss makes ssbr0 instead.
+std::pair<std::string, std::string> MakeLxdBridge(Progress& progress) {
+  std::string name = IsDirectory("/sys/class/net/lxdbr0") ? "ssbr0" : "lxdbr0";
+  progress.Step(Cat("creating LXD's network bridge '", name, "'"));
+  ProcessOptions o;
+  o.timeout = std::chrono::minutes(1);
+  std::vector<std::string> argv{"lxc", "network",       "create",
+                                name,  "ipv4.nat=true", "ipv6.address=none"};
+  std::vector<std::string> with_auto = argv;
+  with_auto.push_back("ipv4.address=auto");
+  ProcessResult r = Run(with_auto, o);
+  if (!r.ok() && AutoSubnetFailed(LxdWords(r))) {
+    Debug(Cat("LXD found no subnet by itself: ", LxdWords(r)));
+    Run({"lxc", "network", "delete", name});
+    auto subnet = FreeSubnet(
+        SubnetsInUse(), static_cast<uint32_t>(::getpid()) ^ static_cast<uint32_t>(::time(nullptr)));
+    if (!subnet) {
+      throw Error(kExitUnavailable,
+                  Cat("cannot create LXD's network bridge '", name,
+                      "': every private IPv4 /24 is in use on this host"),
+                  {Cat("  LXD: ", LxdWords(r))},
+                  {Cat("create it with an address of your choice: lxc network create ", name,
+                       " ipv4.address=10.X.Y.1/24 ipv4.nat=true ipv6.address=none")});
+    }
+    argv.push_back(Cat("ipv4.address=", subnet->GatewayCidr()));
+    progress.Step(Cat("creating LXD's network bridge '", name, "' on ", subnet->GatewayCidr()));
+    r = Run(argv, o);
+  }
+  if (!r.ok()) {
+    std::string words = LxdWords(r);
+    Run({"lxc", "network", "delete", name});
+    throw Error(kExitUnavailable, Cat("cannot create LXD's network bridge '", name, "'"),
+                {Cat("  LXD: ", words)}, {"see /var/log/lxd/lxd.log"});
+  }
+  ProcessResult address = Run({"lxc", "network", "get", name, "ipv4.address"});
+  return {name, std::string(Trim(address.out))};
+}
+
+// A fresh LXD (no root disk or network in the default profile) gets a storage pool, a NAT
+// bridge and a default profile using both. What the user (or an earlier set-up) made is used as
+// it is: a pool or a managed network named as ours is taken, never changed.
 void InitialiseLxd(Progress& progress, SetupReport& report) {
   ProcessResult profile = Run({"lxc", "query", "/1.0/profiles/default"});
+  bool has_root = false, has_nic = false;
   if (profile.ok()) {
     Json p = Json::parse(profile.out);
-    bool has_root = false, has_nic = false;
     for (auto& [name, dev] : p["devices"].items()) {
       has_root = has_root || (dev.value("type", "") == "disk" && dev.value("path", "") == "/");
       has_nic = has_nic || dev.value("type", "") == "nic";
     }
-    if (has_root && has_nic) return;  // the user's (or an earlier) set-up: leave it as it is
   }
+  if (has_root && has_nic) return;  // the user's (or an earlier) set-up: leave it as it is
   RequireRoot("initialising LXD");
-  for (const char* driver : {"btrfs", "dir"}) {
-    progress.Step(Cat("initialising LXD (", driver, " storage pool, NAT bridge)"));
-    std::string preseed =
-        RenderTemplate(RequireResource("lib/templates/lxd-preseed.yaml"),
-                       {{"driver", driver},
-                        {"pool_config", std::string(driver) == "btrfs" ? "{size: 30GiB}" : "{}"}});
-    ProcessOptions o;
-    o.input = preseed;
-    o.timeout = std::chrono::minutes(2);
-    ProcessResult r = Run({"lxd", "init", "--preseed"}, o);
-    if (r.ok()) {
-      report.done.push_back(Cat("initialised LXD: ", driver, " pool 'default', bridge 'lxdbr0'"));
-      return;
+  std::vector<std::string> made;
+  if (!has_root) {
+    std::string pool = "default";
+    if (!Run({"lxc", "query", "/1.0/storage-pools/default"}).ok()) {
+      made.push_back(Cat(MakeLxdPool(progress), " pool 'default'"));
     }
-    Debug(Cat("lxd init with ", driver, " failed: ", r.err));
-    // Undo what a half-applied preseed left before the fallback.
-    Run({"lxc", "profile", "device", "remove", "default", "root"});
-    Run({"lxc", "storage", "delete", "default"});
+    RunChecked({"lxc", "profile", "device", "add", "default", "root", "disk", "path=/",
+                Cat("pool=", pool)},
+               "cannot give LXD's default profile its root disk", {}, kExitUnavailable);
   }
-  throw Error(kExitUnavailable, "cannot initialise LXD (neither a btrfs nor a dir pool worked)", {},
-              {"see /var/log/lxd/lxd.log"});
+  if (!has_nic) {
+    std::string network = "lxdbr0";
+    Json existing = Json::object();
+    if (ProcessResult q = Run({"lxc", "query", "/1.0/networks/lxdbr0"}); q.ok()) {
+      existing = Json::parse(q.out);
+    }
+    if (!existing.value("managed", false)) {
+      auto [name, address] = MakeLxdBridge(progress);
+      network = name;
+      made.push_back(Cat("bridge '", name, "' on ", address));
+    }
+    RunChecked({"lxc", "profile", "device", "add", "default", "eth0", "nic", "name=eth0",
+                Cat("network=", network)},
+               "cannot give LXD's default profile its network", {}, kExitUnavailable);
+  }
+  report.done.push_back(
+      Cat("initialised LXD: ", made.empty() ? "default profile" : Join(made, ", ")));
 }
 
 bool DockerAnswers() {
