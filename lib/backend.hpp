@@ -27,6 +27,9 @@ struct Resources {
   int64_t disk = 0;    // bytes
 };
 
+// The sandbox user's uid and gid inside every image.
+constexpr uid_t kSandboxUserId = 1000;
+
 // A directory of the host shared into the sandbox.
 struct Mount {
   std::string name;    // device / tag name: "projects", "project-src", "deploy"
@@ -45,7 +48,10 @@ struct SandboxSpec {
   std::vector<Mount> mounts;
   std::string user_data;  // cloud-init #cloud-config
   std::string meta_data;  // cloud-init meta-data
-  uid_t host_uid = 0;     // owner of shared files on the host; appears as `sandbox` inside
+  // Owner of the shared folders on the host. Every backend shows the owner's files as the
+  // sandbox user's and gives the owner every file the sandbox user makes there.
+  uid_t host_uid = 0;
+  gid_t host_gid = 0;
   bool ephemeral = false;
 };
 

@@ -9,7 +9,9 @@
 //     host lacks a capability, e.g. CAP_SYS_RESOURCE);
 //   - /var/lib/docker on a volume of its own, so docker inside gets overlay2 on a real
 //     filesystem;
-//   - the projects folder bind-mounted (no user namespace: host uid 1000 is the sandbox user);
+//   - the shared folders bind-mounted; there is no user namespace, so host uid 1000 is the
+//     sandbox user: folders of another owner (root too) go through an id-mapped view
+//     (idmap_view.hpp), which only root can mount;
 //   - SSH published on 127.0.0.1 at a port the engine picks when the container starts (nothing
 //     to race for);
 //   - the cloud-init NoCloud seed copied into /var/lib/cloud/seed/nocloud before first boot.
@@ -26,6 +28,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "idmap_view.hpp"
 #include "image.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -106,10 +109,18 @@ std::string ContainerImageRef(const std::string& engine, const std::string& imag
   return Cat(engine == "podman" ? "localhost/" : "", "ss-sandbox:", image_id);
 }
 
+std::string ContainerViewsDir(const std::string& engine, const std::string& name) {
+  return ViewsDir(Cat(engine, ":", name));
+}
+
+bool ContainerNeedsViews(const SandboxSpec& spec) { return spec.host_uid != kSandboxUserId; }
+
 std::vector<std::string> ContainerCreateArgs(const std::string& engine, const SandboxSpec& spec,
                                              const std::string& image_ref,
                                              const ContainerRlimits& rlimits, bool have_fuse) {
-  Json recorded = {{"image", spec.image_id}, {"mounts", Json::array()}};
+  Json recorded = {{"image", spec.image_id},
+                   {"owner", {spec.host_uid, spec.host_gid}},
+                   {"mounts", Json::array()}};
   for (const auto& m : spec.mounts) {
     recorded["mounts"].push_back(
         {{"name", m.name}, {"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
@@ -143,9 +154,11 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
                      "/sys/fs/cgroup:rw,nosuid,nodev,noexec,mode=755", "--tmpfs",
                      "/run:exec,mode=755", "--tmpfs", "/run/lock", "--tmpfs", "/tmp:exec,mode=1777",
                      "--stop-signal", "SIGRTMIN+3", "--env", Cat("container=", engine)});
+  bool views = ContainerNeedsViews(spec);
   for (const auto& m : spec.mounts) {
+    std::string source = views ? Cat(ContainerViewsDir(engine, spec.name), "/", m.name) : m.source;
     std::string mount =
-        Cat("type=bind,", MountField("source", m.source), ",", MountField("target", m.target));
+        Cat("type=bind,", MountField("source", source), ",", MountField("target", m.target));
     if (m.read_only) mount += ",readonly";
     a.insert(a.end(), {"--mount", mount});
   }
@@ -297,8 +310,46 @@ bool ContainerBackend::RemoveImageCopy(const std::string& image_id) {
   return true;
 }
 
+namespace {
+
+// The spec a container was made with, from its label (made before owners were recorded: 1000).
+SandboxSpec RecordedSpec(const std::string& name, const Json& container) {
+  Json recorded =
+      Json::parse(container["Config"]["Labels"].value(kSpecLabel, "{}"), nullptr, false);
+  SandboxSpec spec;
+  spec.name = name;
+  spec.image_id = recorded.value("image", "");
+  Json owner = recorded.value("owner", Json::array({kSandboxUserId, kSandboxUserId}));
+  spec.host_uid = owner[0].get<uid_t>();
+  spec.host_gid = owner[1].get<gid_t>();
+  for (const auto& m : recorded.value("mounts", Json::array())) {
+    spec.mounts.push_back({m.value("name", ""), m.value("source", ""), m.value("target", ""),
+                           m.value("read_only", false)});
+  }
+  return spec;
+}
+
+}  // namespace
+
+void ContainerBackend::EnsureViews(const SandboxSpec& spec) {
+  if (!ContainerNeedsViews(spec)) return;
+  for (const auto& m : spec.mounts) {
+    EnsureView(m.source, Cat(ContainerViewsDir(engine_.name, spec.name), "/", m.name),
+               {spec.host_uid, spec.host_gid}, {kSandboxUserId, kSandboxUserId});
+  }
+}
+
 void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
+  if (ContainerNeedsViews(spec) && ::geteuid() != 0) {
+    throw Error(kExitNoPerm,
+                Cat(engine_.display, " sandboxes cannot share folders of uid ", spec.host_uid,
+                    " without root"),
+                {Cat("  the engine has no user namespace: the sandbox's user is uid ",
+                     kSandboxUserId, " on this host, and only root can map your files to it")},
+                {"run it with sudo, or use the LXD or QEMU backend (--backend lxd)"});
+  }
   EnsureImage(spec.image_id, spec.image_dir, progress);
+  EnsureViews(spec);
   progress.Step(Cat("creating ", engine_.display, " container '", spec.name, "'"));
   Cli(ContainerCreateArgs(engine_.name, spec, ContainerImageRef(engine_.name, spec.image_id),
                           HostRlimits(), PathExists("/dev/fuse")),
@@ -323,6 +374,7 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
     // Never leave a half-made sandbox behind.
     Run({engine_.client, "rm", "--force", spec.name});
     Run({engine_.client, "volume", "rm", "--force", VolumeName(spec.name)});
+    RemoveViews(ContainerViewsDir(engine_.name, spec.name));
     throw;
   }
 }
@@ -340,6 +392,8 @@ void ContainerBackend::Update(const std::string& name, const Resources& r) {
 }
 
 void ContainerBackend::Start(const std::string& name, const Resources& resources) {
+  Json c = Inspect(name);
+  if (!c.is_null()) EnsureViews(RecordedSpec(name, c));
   // Docker keeps limits set on a stopped container; Podman changes only a running one's cgroup.
   if (engine_.name == "docker") Update(name, resources);
   try {
@@ -380,6 +434,7 @@ void ContainerBackend::Delete(const std::string& name) {
       if (!Trim(ref).empty()) Run({engine_.client, "rmi", "--force", std::string(Trim(ref))}, o);
     }
   }
+  RemoveViews(ContainerViewsDir(engine_.name, name));
 }
 
 SandboxStatus ContainerBackend::Status(const std::string& name) {
@@ -444,14 +499,8 @@ void ContainerBackend::TakeSnapshot(const std::string& name, const std::string& 
 void ContainerBackend::Recreate(const std::string& name, const std::string& image_ref) {
   Json c = Inspect(name);
   if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
-  Json recorded = Json::parse(c["Config"]["Labels"].value(kSpecLabel, "{}"), nullptr, false);
-  SandboxSpec spec;
-  spec.name = name;
-  spec.image_id = recorded.value("image", "");
-  for (const auto& m : recorded.value("mounts", Json::array())) {
-    spec.mounts.push_back({m.value("name", ""), m.value("source", ""), m.value("target", ""),
-                           m.value("read_only", false)});
-  }
+  SandboxSpec spec = RecordedSpec(name, c);
+  EnsureViews(spec);
   const Json& host = c["HostConfig"];
   spec.resources.cpus = static_cast<int>(host.value("NanoCpus", int64_t{0}) / 1000000000);
   spec.resources.memory = host.value("Memory", int64_t{0});

@@ -30,6 +30,11 @@ ContainerRlimits HostRlimits();
 // The image reference of the base image `image_id` in the engine.
 std::string ContainerImageRef(const std::string& engine, const std::string& image_id);
 
+// Where a sandbox's id-mapped views live, and whether it needs them: its folders belong to
+// someone other than the sandbox user's host uid (1000; the engine maps no ids).
+std::string ContainerViewsDir(const std::string& engine, const std::string& name);
+bool ContainerNeedsViews(const SandboxSpec& spec);
+
 // The arguments of `<engine> create` for a sandbox (without the client itself). Pure.
 std::vector<std::string> ContainerCreateArgs(const std::string& engine, const SandboxSpec& spec,
                                              const std::string& image_ref,
@@ -72,6 +77,8 @@ class ContainerBackend : public Backend {
   // Makes the container again from `image_ref` with the arguments it was made with (its volume
   // stays); it is left stopped.
   void Recreate(const std::string& name, const std::string& image_ref);
+  // Mounts the id-mapped views of the sandbox's folders, when it needs them.
+  void EnsureViews(const SandboxSpec& spec);
 
   ContainerEngine engine_;
 };

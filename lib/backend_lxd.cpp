@@ -4,8 +4,11 @@
 // A sandbox is a container named after the sandbox, marked user.ss.sandbox=true (ss never
 // touches a container it did not create), with:
 //   - security.nesting=true, so docker runs inside;
-//   - raw.idmap "both <host uid> 1000": files in the shared projects folder are owned by
-//     `sandbox` inside and by the user outside, and git sees no "dubious ownership";
+//   - files in the shared folders owned by `sandbox` inside and by the user outside (git sees no
+//     "dubious ownership" on either side): raw.idmap "both <host uid> 1000" for a regular user;
+//     for root, whose id must never be the container's (it would own every host device node
+//     bound into it), an id-mapped view of each folder (idmap_view.hpp), recorded in
+//     user.ss.views so that every start mounts it again;
 //   - the projects folder as a disk device at /home/sandbox/projects;
 //   - an SSH proxy device: 127.0.0.1:<port> on the LXD host → the container's port 22;
 //   - the cloud-init NoCloud seed pushed into /var/lib/cloud/seed/nocloud before first boot.
@@ -20,6 +23,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "idmap_view.hpp"
 #include "image.hpp"
 #include "json_out.hpp"
 #include "net.hpp"
@@ -34,7 +38,20 @@ namespace ss {
 namespace {
 
 constexpr const char* kMarkKey = "user.ss.sandbox";
-constexpr int kSandboxUid = 1000;
+constexpr const char* kViewsKey = "user.ss.views";
+
+// The host id the container's `id` maps to, by LXD's idmap ("volatile.idmap.next", a JSON list
+// of {Isuid, Isgid, Hostid, Nsid, Maprange}); -1 when none maps it.
+int64_t HostIdOf(const std::string& idmap, bool uid, int64_t id) {
+  Json entries = Json::parse(idmap, nullptr, false);
+  if (!entries.is_array()) return -1;
+  for (const auto& e : entries) {
+    if (!e.value(uid ? "Isuid" : "Isgid", false)) continue;
+    int64_t ns = e.value("Nsid", int64_t{0}), range = e.value("Maprange", int64_t{0});
+    if (id >= ns && id < ns + range) return e.value("Hostid", int64_t{0}) + id - ns;
+  }
+  return -1;
+}
 
 // The container's IPv4 address on its host-side NIC (the one LXD knows a host veth for): never
 // an address of a bridge made inside the sandbox, such as docker0's 172.17.0.1.
@@ -194,31 +211,63 @@ bool LxdBackend::RemoveImageCopy(const std::string& image_id) {
   return true;
 }
 
-void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
-  if (spec.host_uid == 0) {
-    // raw.idmap "both 0 1000" would let the sandbox user create setuid-root files on this host.
-    throw Error(kExitNoPerm, "LXD sandboxes cannot share a projects folder that belongs to root",
-                {"mapping root into a container would let the sandbox create setuid-root files on "
-                 "this host"},
-                {Cat("give the folder to a regular user: chown -R USER: ", ProjectsDir())});
+std::string LxdBackend::ViewsOf(const std::string& name) const {
+  return ViewsDir(Cat("lxd:", remote_, ":", name));
+}
+
+void LxdBackend::EnsureViews(const std::string& name, const Json& instance) {
+  const Json& config = instance["config"];
+  Json views = Json::parse(config.value(kViewsKey, ""), nullptr, false);
+  if (!views.is_object()) return;
+  std::string idmap = config.value("volatile.idmap.next", "");
+  Ids shown{static_cast<uid_t>(HostIdOf(idmap, true, kSandboxUserId)),
+            static_cast<gid_t>(HostIdOf(idmap, false, kSandboxUserId))};
+  if (HostIdOf(idmap, true, kSandboxUserId) < 0 || HostIdOf(idmap, false, kSandboxUserId) < 0) {
+    throw Error(kExitSoftware,
+                Cat("LXD maps no host id to uid ", kSandboxUserId, " of '", name, "'"),
+                {Cat("  volatile.idmap.next: ", idmap)});
   }
+  Ids owner{views["owner"][0].get<uid_t>(), views["owner"][1].get<gid_t>()};
+  for (const auto& m : views["mounts"]) {
+    EnsureView(m.value("source", ""), Cat(ViewsOf(name), "/", m.value("name", "")), owner, shown);
+  }
+}
+
+void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
   EnsureImage(spec.image_id, spec.image_dir, progress);
   progress.Step(Cat("creating LXD container '", spec.name, "'"));
   std::string ref = Ref(spec.name);
-  Lxc({"init", Cat(remote_.empty() ? "" : remote_ + ":", "ss-", spec.image_id), ref, "-c",
-       "security.nesting=true", "-c", Cat(kMarkKey, "=true"), "-c",
-       Cat("raw.idmap=both ", spec.host_uid, " ", kSandboxUid)},
-      Cat("cannot create container '", spec.name, "'"), std::chrono::seconds(300));
+  std::vector<std::string> init{"init",
+                                Cat(remote_.empty() ? "" : remote_ + ":", "ss-", spec.image_id),
+                                ref,
+                                "-c",
+                                "security.nesting=true",
+                                "-c",
+                                Cat(kMarkKey, "=true"),
+                                "-c"};
+  bool views = spec.host_uid == 0;
+  if (views) {
+    Json record = {{"owner", {spec.host_uid, spec.host_gid}}, {"mounts", Json::array()}};
+    for (const auto& m : spec.mounts) {
+      record["mounts"].push_back({{"name", m.name}, {"source", m.source}});
+    }
+    init.push_back(Cat(kViewsKey, "=", DumpJson(record)));
+  } else {
+    init.push_back(Cat("raw.idmap=both ", spec.host_uid, " ", kSandboxUserId));
+  }
+  Lxc(init, Cat("cannot create container '", spec.name, "'"), std::chrono::seconds(300));
   try {
     ApplyResources(spec.name, spec.resources);
+    EnsureViews(spec.name, Instance(spec.name));
     for (const auto& m : spec.mounts) {
+      std::string source = views ? Cat(ViewsOf(spec.name), "/", m.name) : m.source;
       std::vector<std::string> args{"config",
                                     "device",
                                     "add",
                                     ref,
                                     m.name,
                                     "disk",
-                                    Cat("source=", m.source),
+                                    Cat("source=", source),
                                     Cat("path=", m.target)};
       if (m.read_only) args.push_back("readonly=true");
       Lxc(args, Cat("cannot share ", m.source, " into '", spec.name, "'"));
@@ -242,6 +291,7 @@ void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
   } catch (...) {
     // Never leave a half-made sandbox behind.
     Run({"lxc", "delete", "--force", ref});
+    RemoveViews(ViewsOf(spec.name));
     throw;
   }
 }
@@ -288,6 +338,7 @@ void LxdBackend::StartWithFreePort(const std::string& name) {
 
 void LxdBackend::Start(const std::string& name, const Resources& resources) {
   ApplyResources(name, resources);
+  EnsureViews(name, Instance(name));
   StartWithFreePort(name);
 }
 
@@ -305,9 +356,11 @@ void LxdBackend::Stop(const std::string& name, std::chrono::seconds timeout) {
 }
 
 void LxdBackend::Delete(const std::string& name) {
-  if (Instance(name).is_null()) return;
-  Lxc({"delete", "--force", Ref(name)}, Cat("cannot delete '", name, "'"),
-      std::chrono::seconds(120));
+  if (!Instance(name).is_null()) {
+    Lxc({"delete", "--force", Ref(name)}, Cat("cannot delete '", name, "'"),
+        std::chrono::seconds(120));
+  }
+  RemoveViews(ViewsOf(name));
 }
 
 SandboxStatus LxdBackend::Status(const std::string& name) {

@@ -38,6 +38,9 @@ class LxdBackend : public Backend {
   void EnsureImage(const std::string& image_id, const std::string& image_dir, Progress& progress);
   void ApplyResources(const std::string& name, const Resources& resources);
   void StartWithFreePort(const std::string& name);
+  std::string ViewsOf(const std::string& name) const;  // the folder of its id-mapped views
+  // Mounts the views a sandbox of root's shares its folders through (none for other users').
+  void EnsureViews(const std::string& name, const Json& instance);
 
   std::string remote_;
 };

@@ -25,6 +25,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "idmap_view.hpp"
 #include "image.hpp"
 #include "net.hpp"
 #include "output.hpp"
@@ -109,6 +110,8 @@ void Live(const QemuPaths& paths, const std::string& command, const std::string&
   }
 }
 
+std::string ViewsOf(const std::string& machine_dir) { return ViewsDir(Cat("qemu:", machine_dir)); }
+
 std::string SupervisorBinary() {
   std::string path = ExecutableDir() + "/ss-vm";
   if (::access(path.c_str(), X_OK) != 0) {
@@ -119,6 +122,28 @@ std::string SupervisorBinary() {
 }
 
 }  // namespace
+
+bool QemuNeedsViews(const Json& machine) {
+  // Machines made before owners were recorded share as the sandbox user's uid.
+  Json owner = machine.value("owner", Json::array({kSandboxUserId, kSandboxUserId}));
+  return ::geteuid() == 0 && owner != Json::array({kSandboxUserId, kSandboxUserId});
+}
+
+std::string QemuShareSource(const std::string& machine_dir, const Json& machine,
+                            const Json& share) {
+  return QemuNeedsViews(machine) ? Cat(ViewsOf(machine_dir), "/", share.value("tag", ""))
+                                 : share.value("source", "");
+}
+
+void QemuEnsureViews(const std::string& machine_dir, const Json& machine) {
+  if (!QemuNeedsViews(machine)) return;
+  Ids owner{machine["owner"][0].get<uid_t>(), machine["owner"][1].get<gid_t>()};
+  for (const auto& s : machine.value("shares", Json::array())) {
+    // virtiofsd renames, links and changes owners as root: root's writes land as nobody's.
+    EnsureView(s.value("source", ""), QemuShareSource(machine_dir, machine, s), owner,
+               {kSandboxUserId, kSandboxUserId}, true);
+  }
+}
 
 Accel DetectAccel(const std::string& root) {
 #ifdef __APPLE__
@@ -379,6 +404,7 @@ void QemuBackend::Create(const SandboxSpec& spec, Progress& progress) {
     machine["disk_bytes"] = VirtualSize(made.disk);
     machine["ssh_port"] = FreeLoopbackPort();
     machine["shares"] = shares;
+    machine["owner"] = {spec.host_uid, spec.host_gid};
     machine["created"] = FormatRfc3339(NowSeconds());
     WriteMachine(made, machine);
     if (::rename(tmp.c_str(), paths.dir.c_str()) != 0) {
@@ -433,6 +459,7 @@ void QemuBackend::Start(const std::string& name, const Resources& resources) {
                   {}, {Cat("recreate the sandbox: ss vm reset --sandbox ", name)});
     }
   }
+  QemuEnsureViews(paths.dir, machine);
   try {
     LaunchSupervisor(paths, lock.fd(), SupervisorBinary(), kLaunchTimeout);
   } catch (Error& e) {
@@ -508,6 +535,7 @@ void QemuBackend::Delete(const std::string& name) {
     image_id = ReadMachine(paths).value("image_id", "");
   } catch (const Error&) {
   }
+  RemoveViews(ViewsOf(paths.dir));
   RemoveTree(paths.dir);
   if (paths.socket_dir != paths.dir) RemoveTree(paths.socket_dir);
   // The image's files go with the last machine that uses them.

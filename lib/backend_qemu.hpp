@@ -49,6 +49,13 @@ struct QemuLaunch {
   std::string name;
 };
 
+// Where a machine (its folder and machine.json) shares a folder from: the folder itself, or,
+// when ss runs as root (virtiofsd keeps the guest's ids) and the folders' owner is not the
+// sandbox user's uid, the folder's id-mapped view (idmap_view.hpp), which QemuEnsureViews mounts.
+bool QemuNeedsViews(const Json& machine);
+std::string QemuShareSource(const std::string& machine_dir, const Json& machine, const Json& share);
+void QemuEnsureViews(const std::string& machine_dir, const Json& machine);
+
 // The qemu-system command line for `l` (an argv, never a shell line).
 std::vector<std::string> QemuArgv(const QemuLaunch& l);
 // Escapes a value for QEMU's option syntax (a comma is doubled).

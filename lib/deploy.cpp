@@ -43,9 +43,9 @@ std::string ResolveDeployDir(const std::string& dir, const std::string& origin) 
     throw Error(kExitNoInput, Cat("cannot use deploy folder '", dir, "': ", std::strerror(errno)),
                 {}, {Cat("name another: ", origin)});
   }
-  // The sandbox writes there as the projects' owner: this user, or uid 1000 when root runs ss.
-  // That user is not always the one running ss (root writes anywhere; the sandbox does not):
-  // then the folder's owner and modes say.
+  // The sandbox writes there as the projects' owner: the user running ss (root too), or under
+  // sudo the user who ran it. Root writes anywhere, the sandbox does not: for root, and for
+  // another owner, the folder's owner and modes say.
   uid_t writer = ProjectsUid();
   bool mine = writer == ::geteuid();
   struct stat rst;

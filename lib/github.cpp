@@ -1,5 +1,6 @@
 #include "github.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.hpp"
@@ -28,9 +29,10 @@ ProcessResult HostRunner::Run(const std::vector<std::string>& argv) {
   options.cwd = dir_;
   // gh prints plain text and never prompts when it is not on a terminal; say so anyway.
   options.env = {{"GH_PROMPT_DISABLED", "1"}, {"NO_COLOR", "1"}};
-  // Run as root, ss leaves projects to their owner (see ProjectsOwner); git, under gh, must
-  // still accept this one repository.
-  if (::geteuid() == 0) {
+  // Under sudo, ss (root) leaves projects to the user who ran sudo (see ProjectsOwner); git, run
+  // by gh as root, must still accept this one repository.
+  struct stat st;
+  if (::stat(dir_.c_str(), &st) == 0 && st.st_uid != ::geteuid()) {
     options.env.insert(options.env.end(), {{"GIT_CONFIG_COUNT", "1"},
                                            {"GIT_CONFIG_KEY_0", "safe.directory"},
                                            {"GIT_CONFIG_VALUE_0", dir_}});

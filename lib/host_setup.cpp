@@ -512,14 +512,10 @@ SetupReport SetupLxd(Progress& progress) {
   SetupReport report;
   Append(report, InstallFor({"core", "image", "lxd"}, "ss vm setup --backend lxd", progress));
   EnsureCgroupControllers(report);
+  // A regular user is mapped into containers (raw.idmap); root never is (its folders are
+  // shared through id-mapped views, see backend_lxd.cpp).
   uid_t uid = ProjectsUid();
-  bool mapping_changed = false;
-  if (uid == 0) {
-    Warn(Cat(ProjectsDir(),
-             " belongs to root: LXD sandboxes cannot use it (root is never mapped into one)"));
-  } else {
-    mapping_changed = EnsureSubidMapping(uid, report);
-  }
+  bool mapping_changed = uid != 0 && EnsureSubidMapping(uid, report);
   if (!LxdAnswers()) {
     progress.Step("starting LXD");
     StartLxdDaemons(report);

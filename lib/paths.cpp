@@ -88,31 +88,36 @@ Owner ProjectsOwner() {
         sudo_gid && *sudo_gid ? static_cast<gid_t>(std::strtoul(sudo_gid, nullptr, 10)) : uid;
     return {uid, gid};
   }
-  return {1000, 1000};
+  return {0, 0};
 }
 
 std::string EnsureProjectsDir() {
   std::string dir = ProjectsDir();
   if (IsDirectory(dir)) return dir;
-  MakeDirs(Dirname(dir), 0755);
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    throw Error(kExitIoErr, Cat("cannot create '", dir, "': ", std::strerror(errno)));
-  }
-  if (::geteuid() == 0) {
-    Owner o = ProjectsOwner();
-    if (::lchown(dir.c_str(), o.uid, o.gid) != 0) {
+  Owner o = ProjectsOwner();
+  // SS_HOME, then the projects folder in it, each given to the owner when root makes them.
+  std::string home = Dirname(dir);
+  for (const auto& [path, mode] : {std::pair{home, 0700}, std::pair{dir, 0755}}) {
+    if (IsDirectory(path)) continue;
+    MakeDirs(Dirname(path), 0755);
+    if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+      throw Error(kExitIoErr, Cat("cannot create '", path, "': ", std::strerror(errno)));
+    }
+    if (::geteuid() == 0 && ::lchown(path.c_str(), o.uid, o.gid) != 0) {
       throw Error(kExitIoErr,
-                  Cat("cannot give '", dir, "' to uid ", o.uid, ": ", std::strerror(errno)));
+                  Cat("cannot give '", path, "' to uid ", o.uid, ": ", std::strerror(errno)));
     }
   }
   return dir;
 }
 
-uid_t ProjectsUid() {
+Owner ProjectsIds() {
   struct stat st;
-  if (::stat(EnsureProjectsDir().c_str(), &st) != 0) return ProjectsOwner().uid;
-  return st.st_uid;
+  if (::stat(EnsureProjectsDir().c_str(), &st) != 0) return ProjectsOwner();
+  return {st.st_uid, st.st_gid};
 }
+
+uid_t ProjectsUid() { return ProjectsIds().uid; }
 
 std::string ExecutableDir() {
   char buf[PATH_MAX];

@@ -20,19 +20,19 @@ std::string StateDir();
 std::string CacheDir();
 std::string RuntimeDir();  // created 0700 on first use
 
-// Who owns the projects on the host: the user running ss; under sudo, the user who ran sudo.
-// When root itself runs ss, projects belong to uid/gid 1000, the sandbox user's ids, so that
-// the agent can write them through a plain bind mount and root is never mapped into a sandbox
-// (root can still read and write everything).
+// Who owns the projects on the host: the user running ss (root too); under sudo, the user who
+// ran sudo. Each backend makes the sandbox user's files theirs (see backend.hpp).
 struct Owner {
   uid_t uid;
   gid_t gid;
 };
 Owner ProjectsOwner();
 // The projects folder, created (mkdir -p) and given to ProjectsOwner() when it is missing. An
-// existing folder is left as it is.
+// existing folder is left as it is. The folder holding it (SS_HOME) is made 0700: the sandbox
+// can make setuid files in the projects, which no other account of this host may reach.
 std::string EnsureProjectsDir();
-// The host uid whose files the sandbox user owns: the projects folder's owner.
+// The host ids whose files the sandbox user owns: the projects folder's owner.
+Owner ProjectsIds();
 uid_t ProjectsUid();
 
 // The directory holding the running executable (resolved through /proc/self/exe).

@@ -844,11 +844,12 @@ int ProjectStore::CollectGarbage() const {
 
 namespace {
 
-// Run as root, ss writes a new project as root; the projects folder's owner (the user, or the
-// sandbox user's uid, see ProjectsOwner) must own it so that the agent can work in it.
+// Run as root, ss writes a new project as root and imports keep their files' owners: the
+// projects folder's owner (see ProjectsOwner) gets every file, so that git on the host trusts
+// the repository and the agent can work in it.
 void GiveToProjectsOwner(int base_fd, const std::string& tmp_path) {
   struct stat base_st;
-  if (::geteuid() != 0 || ::fstat(base_fd, &base_st) != 0 || base_st.st_uid == 0) return;
+  if (::geteuid() != 0 || ::fstat(base_fd, &base_st) != 0) return;
   ChownTree(tmp_path, base_st.st_uid, base_st.st_gid);
 }
 
@@ -916,6 +917,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
   }
   ::flock(base.get(), LOCK_UN);
   std::string tmp_path = Cat(base_dir_, "/", tmp_name);
+  std::vector<std::string> not_imported;
 
   try {
     if (from.empty()) {
@@ -928,10 +930,20 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
       }
       InitGit(tmp_path, name);
     } else {
-      ProcessOptions cp;
-      RunChecked({"cp", "-a", "--", from + "/.", tmp_path + "/"},
-                 Cat("cannot create project '", name, "': cannot copy '", options.from, "'"), cp,
-                 kExitCantCreate);
+      // Files, folders and links; device nodes, fifos and sockets are left out, and named.
+      std::string out =
+          RunChecked({"rsync", "-a", "--no-D", "--", from + "/", tmp_path + "/"},
+                     Cat("cannot create project '", name, "': cannot copy '", options.from, "'"),
+                     {}, kExitCantCreate);
+      for (const auto& line : SplitLines(out)) {
+        const std::string prefix = "skipping non-regular file ";
+        if (line.rfind(prefix, 0) != 0) continue;
+        std::string file = line.substr(prefix.size());
+        if (file.size() >= 2 && file.front() == '"' && file.back() == '"') {
+          file = file.substr(1, file.size() - 2);
+        }
+        not_imported.push_back(file);
+      }
       ExcludeMetadataFromGit(tmp.get());
     }
     ProjectMetadata metadata;
@@ -945,6 +957,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     project.name = name;
     project.path = path;
     project.metadata = metadata;
+    project.not_imported = not_imported;
     return project;
   } catch (...) {
     try {

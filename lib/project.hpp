@@ -42,6 +42,8 @@ struct Project {
   MetadataState state = MetadataState::kOk;
   std::string problem;   // why the metadata is missing or corrupt, for a warning
   bool rebuilt = false;  // this call wrote fresh metadata in place of the missing or corrupt one
+  // Create with `from`: what was left out (device nodes, fifos, sockets), relative paths.
+  std::vector<std::string> not_imported;
 };
 
 struct CreateOptions {

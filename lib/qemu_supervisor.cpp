@@ -182,17 +182,25 @@ class Supervisor {
     l.console_log = paths_.console_log;
     l.root = ::geteuid() == 0;
     std::optional<std::string> virtiofsd = FindVirtiofsd();
+    bool views = QemuNeedsViews(machine);
     for (const auto& s : machine["shares"]) {
       QemuShare share;
       share.tag = s.value("tag", "");
-      share.source = s.value("source", "");
+      share.source = QemuShareSource(paths_.dir, machine, s);
       share.target = s.value("target", "");
       share.read_only = s.value("read_only", false);
       // virtiofsd (C and Rust alike) needs root; read-only shares use 9p, where QEMU itself
       // enforces it.
       if (virtiofsd && l.root && !share.read_only && machine.value("share_type", "") != "9p") {
         share.vfs_socket = paths_.VfsSocket(share.tag);
+      } else if (views && !share.read_only) {
+        // Through a view only virtiofsd writes as the guest's user (9p would write as root,
+        // which the view does not map).
+        throw Error(kExitUnavailable,
+                    Cat("cannot share ", s.value("source", ""), ": virtiofsd is not installed"),
+                    {}, {InstallHint("virtiofsd")});
       }
+      mapped_ = views;
       l.shares.push_back(share);
     }
     virtiofsd_ = virtiofsd.value_or("");
@@ -224,8 +232,12 @@ class Supervisor {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       if (!up) {
-        Log(Cat("virtiofsd for '", share.tag, "' did not start; sharing it with 9p instead"));
         ::kill(pid, SIGKILL);
+        if (mapped_) {
+          throw Error(kExitUnavailable, Cat("virtiofsd for '", share.tag, "' did not start"), {},
+                      {Cat("see ", paths_.virtiofsd_log)});
+        }
+        Log(Cat("virtiofsd for '", share.tag, "' did not start; sharing it with 9p instead"));
         share.vfs_socket.clear();
       }
     }
@@ -391,6 +403,7 @@ class Supervisor {
   };
   QemuPaths paths_;
   std::string virtiofsd_;
+  bool mapped_ = false;  // the shares are id-mapped views (QemuNeedsViews)
   std::vector<Share> shares_;
   ProcessId qemu_;
   int qemu_status_ = 0;

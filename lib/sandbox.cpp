@@ -197,7 +197,9 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
   spec.image_id = image.id;
   spec.image_dir = image.dir;
   spec.resources = DesiredResources();
-  spec.host_uid = ProjectsUid();
+  Owner owner = ProjectsIds();
+  spec.host_uid = owner.uid;
+  spec.host_gid = owner.gid;
   spec.mounts.push_back({"projects", ProjectsDir(), kProjectsTarget, false});
   deploy_dir_ = deploy;
   if (!deploy.empty()) spec.mounts.push_back({"deploy", deploy, kDeployTarget, false});

@@ -90,6 +90,9 @@ int New(const ProjectOptions& o) {
     std::cout << "Mode: working copy (the agent works in a copy; ss sync, ss diff, ss apply)\n";
   }
   if (!o.from.empty()) std::cout << "Imported from: " << DisplayPath(o.from) << "\n";
+  if (!p.not_imported.empty()) {
+    Warn(Cat("not imported (neither a file, a folder nor a link): ", Join(p.not_imported, ", ")));
+  }
   if (!o.github) {
     if (o.from.empty()) {
       std::cout << "\nFiles:\n"

@@ -227,6 +227,36 @@ Imported from: ~/code/old-api"
   assert_equal "$(ls -A "$src" | tr '\n' ' ')" ".git src "
 }
 
+@test "new --from: every file becomes the user's; device nodes, fifos and sockets stay out, named" {
+  src="$HOME/code/odd"
+  mkdir -p "$src/sub"
+  echo data > "$src/file"
+  ln -s /etc/passwd "$src/link"
+  mkfifo "$src/fifo"
+  python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$src/sub/sock"
+  if [ "$(id -u)" = 0 ]; then
+    mknod "$src/null" c 1 3
+    echo theirs > "$src/sub/theirs"
+    chown -R 1234:1234 "$src/sub/theirs" "$src/file"
+  fi
+  run --separate-stderr ss new odd --from "$src"
+  assert_success
+  if [ "$(id -u)" = 0 ]; then
+    assert_equal "$stderr" 'ss-project: warning: not imported (neither a file, a folder nor a link): fifo, null, sub/sock'
+    assert_equal "$(cat "$P/odd/sub/theirs")" "theirs"
+  else
+    assert_equal "$stderr" 'ss-project: warning: not imported (neither a file, a folder nor a link): fifo, sub/sock'
+  fi
+  assert_equal "$(cat "$P/odd/file")" "data"
+  assert_equal "$(readlink "$P/odd/link")" "/etc/passwd"
+  assert_equal "$(find "$P/odd" \( -type p -o -type s -o -type b -o -type c \) | wc -l)" 0
+  # The user's own, root's too when root runs ss: git in it needs no safe.directory.
+  assert_equal "$(find "$P/odd" ! -user "$(id -u)" | wc -l)" 0
+  assert_equal "$(stat -c %u:%g "$P")" "$(id -u):$(id -g)"
+  # What the sandbox makes in the projects can be setuid: no other account reaches SS_HOME.
+  assert_equal "$(stat -c %a "$SS_HOME")" "700"
+}
+
 @test "new --from: what cannot be imported" {
   run --separate-stderr ss new x1 --from "$BATS_TEST_TMPDIR/none"
   assert_equal "$status" 66

@@ -104,8 +104,57 @@ setup() {
   assert_success
   assert_file_exists "$SS_HOME/projects/shared/box.txt"
   assert_equal "$(cat "$SS_HOME/projects/shared/box.txt")" "from-sandbox"
-  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/box.txt")" "$(stat -c %u "$SS_HOME/projects")"
-  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/d/e")" "$(stat -c %u "$SS_HOME/projects")"
+  # Everything belongs to the user who runs ss (root here, without sudo): the projects folder,
+  # and what the agent makes in it; no other account gets anything.
+  assert_equal "$(stat -c %u:%g "$SS_HOME/projects")" "$(id -u):$(id -g)"
+  for f in shared/box.txt shared/d shared/d/e; do
+    assert_equal "$(stat -c %u:%g "$SS_HOME/projects/$f")" "$(id -u):$(id -g)"
+  done
+}
+
+@test "git on the host works in a project the agent made, without safe.directory" {
+  ss new hostgit >/dev/null
+  run sandbox_ssh "$SANDBOX" 'cd ~/projects/hostgit && echo agent > agent.txt && mkdir -p lib &&
+    echo x > lib/x && git add -A && git -c user.name=agent -c user.email=a@b commit -qm "by the agent"'
+  assert_success
+  run env GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/dev/null git -C "$SS_HOME/projects/hostgit" log --format=%s
+  assert_success
+  assert_line --index 0 "by the agent"
+  run find "$SS_HOME/projects/hostgit" ! -user "$(id -u)"
+  assert_output ""
+}
+
+@test "root in the sandbox never writes as the user or as root on the host" {
+  if [ "$SS_E2E_BACKEND" = qemu ]; then
+    # virtiofsd renames and changes owners as root on its guest's behalf: root in the VM can
+    # write, and what it writes or chowns belongs to nobody on the host, never to root.
+    run sandbox_ssh "$SANDBOX" 'sudo -n sh -c "echo r > ~sandbox/projects/shared/by-root && chown 0:0 ~sandbox/projects/shared/by-root"'
+    assert_success
+    assert_equal "$(stat -c %u:%g "$SS_HOME/projects/shared/by-root")" "65534:65534"
+    rm "$SS_HOME/projects/shared/by-root"
+  else
+    # The view (or LXD's map) maps no id but the sandbox user's: root inside cannot write there.
+    run sandbox_ssh "$SANDBOX" sudo -n touch /home/sandbox/projects/shared/by-root
+    assert_failure
+    assert_file_not_exists "$SS_HOME/projects/shared/by-root"
+    run sandbox_ssh "$SANDBOX" sudo -n chown 0:0 /home/sandbox/projects/shared/box.txt
+    assert_failure
+  fi
+  assert_equal "$(stat -c %u "$SS_HOME/projects/shared/box.txt")" "$(id -u)"
+}
+
+@test "a setuid file the agent makes in a project is out of every other account's reach" {
+  # The sandbox user can make its own files setuid, and its files are the user's on the host
+  # (root's here): no other account of the host may reach them (SS_HOME is the user's alone).
+  run sandbox_ssh "$SANDBOX" 'cp /bin/sh ~/projects/shared/suid-sh && chmod 4755 ~/projects/shared/suid-sh'
+  assert_success
+  assert_equal "$(stat -c %a "$SS_HOME")" "700"
+  # (Through a shell: setpriv would look the path up with root's rights still in hand.)
+  run setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c '"$1" -c "id -u"' sh \
+    "$SS_HOME/projects/shared/suid-sh"
+  assert_failure 126
+  assert_output --partial "Permission denied"
+  rm "$SS_HOME/projects/shared/suid-sh"
 }
 
 @test "the deploy folder is at /mnt/deploy; deploy copies the build output there, owned by the user" {

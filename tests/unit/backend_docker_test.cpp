@@ -23,6 +23,7 @@ SandboxSpec Spec() {
   s.image_id = "bookworm-abc";
   s.resources.cpus = 2;
   s.resources.memory = 4LL << 30;
+  s.host_uid = s.host_gid = 1000;  // the sandbox user's own ids: plain bind mounts
   s.mounts.push_back({"projects", "/home/u/projects", "/home/sandbox/projects", false});
   s.mounts.push_back({"src", "/a,b", "/home/sandbox/src", true});
   return s;
@@ -71,6 +72,28 @@ TEST(ContainerArgs, PodmanSandbox) {
   EXPECT_TRUE(Has(a, "--env", "container=podman"));
   EXPECT_FALSE(Has(a, "--security-opt", "apparmor=unconfined"));
   EXPECT_FALSE(Has(a, "--device", "/dev/fuse"));
+}
+
+TEST(ContainerArgs, FoldersOfAnotherOwnerGoThroughViews) {
+  SandboxSpec s = Spec();
+  s.host_uid = s.host_gid = 0;  // root's folders
+  ASSERT_TRUE(ContainerNeedsViews(s));
+  auto a = ContainerCreateArgs("docker", s, "img", {1, 1}, false);
+  std::string views = ContainerViewsDir("docker", "box");
+  EXPECT_EQ(views.rfind("/run/ss-views/", 0), 0u);
+  EXPECT_NE(views, ContainerViewsDir("podman", "box"));
+  EXPECT_TRUE(Has(a, "--mount",
+                  Cat("type=bind,source=", views, "/projects,target=/home/sandbox/projects")));
+  EXPECT_TRUE(
+      Has(a, "--mount", Cat("type=bind,source=", views, "/src,target=/home/sandbox/src,readonly")));
+  // The label keeps the folders themselves and their owner, for the views of later starts.
+  auto label = std::find_if(a.begin(), a.end(),
+                            [](const std::string& x) { return x.rfind("ss.spec=", 0) == 0; });
+  ASSERT_NE(label, a.end());
+  Json spec = Json::parse(label->substr(8));
+  EXPECT_EQ(spec["owner"], Json::array({0, 0}));
+  EXPECT_EQ(spec["mounts"][0]["source"], "/home/u/projects");
+  EXPECT_FALSE(ContainerNeedsViews(Spec()));
 }
 
 TEST(ContainerArgs, NoLimitsWhenNoneAreSet) {
