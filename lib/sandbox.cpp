@@ -373,6 +373,7 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
   auto deadline = Clock::now() + timeout;
   std::string last_error;
   bool announced = false;
+  std::optional<Clock::time_point> refused_since;
   while (true) {
     SandboxState state = backend_->State(name_);
     if (state == SandboxState::kStopped || state == SandboxState::kBroken ||
@@ -402,6 +403,14 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
             announced = true;
           }
         }
+      } catch (const AuthRefused& e) {
+        // cloud-init writes the pinned host key a moment before the client's key: on a first
+        // boot sshd may present the one and refuse the other. Half a minute of that is a race;
+        // longer, a key that is not there.
+        if (!refused_since) refused_since = Clock::now();
+        if (Clock::now() - *refused_since > std::chrono::seconds(30)) throw;
+        conn.reset();
+        last_error = e.what();
       } catch (const Error& e) {
         if (e.code() == kExitNoPerm) throw;  // a wrong host key is never retried into success
         conn.reset();

@@ -152,8 +152,13 @@ SshConnection::SshConnection(SshEndpoint endpoint, SshOptions options)
   }
   int auth = ssh_userauth_publickey(s, nullptr, key);
   ssh_key_free(key);
+  if (auth == SSH_AUTH_ERROR) {
+    // The connection broke during authentication (sshd restarting, say): not a refusal.
+    throw Error(kExitUnavailable, Cat("lost the connection to ", Subject(), " while logging in"),
+                {Cat("  ", ssh_get_error(s))});
+  }
   if (auth != SSH_AUTH_SUCCESS) {
-    throw Error(kExitNoPerm,
+    throw AuthRefused(kExitNoPerm,
                 Cat(Subject(), " refused the key '", endpoint_.identity_file, "' for user '",
                     endpoint_.user, "'"),
                 {Cat("  ", ssh_get_error(s))},

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "error.hpp"
 #include "ssh_command.hpp"
 
 namespace asio {
@@ -130,6 +131,13 @@ class SshChannel {
 
  private:
   std::weak_ptr<ssh_detail::Channel> channel_;
+};
+
+// The server (its host key verified) refused the client key: on a first boot, possibly only
+// until provisioning has written it.
+class AuthRefused : public Error {
+ public:
+  using Error::Error;
 };
 
 class SshConnection {
