@@ -551,6 +551,7 @@ struct BrowserBridge::State {
   bool cdp_standby = false;
   asio::steady_timer retry;
   bool first_devtools_use = false;
+  bool unavailable_box = false;  // no browser, and the box was not shown in the last day
   std::vector<std::string> warnings;
   BrowserMode mode = BrowserMode::kNone;
 
@@ -674,6 +675,21 @@ std::unique_ptr<BrowserBridge> BrowserBridge::Start(SshConnection& conn,
           Cat("chrome-devtools-mcp is not configured with --browserUrl ", url, " on the far side"));
     }
   }
+  if (s.mode == BrowserMode::kNone) {
+    // The box at most once a day; the sessions in between say it in one line (ss status, why).
+    std::string stamp = StateDir() + "/browser-unavailable-shown";
+    struct stat st;
+    s.unavailable_box = ::stat(stamp.c_str(), &st) != 0 ||
+                        std::time(nullptr) - st.st_mtime >= 24 * 60 * 60;
+    if (s.unavailable_box) {
+      try {
+        MakeDirs(StateDir(), 0700);
+        AtomicWrite(stamp, "", 0644);
+      } catch (const Error& e) {
+        Debug(e.what());
+      }
+    }
+  }
   if (s.mode == BrowserMode::kDevTools) {
     std::string marker = StateDir() + "/browser-devtools-seen";
     if (!PathExists(marker)) {
@@ -702,7 +718,8 @@ std::string BrowserBridge::Message() const {
   const State& s = *state_;
   std::string out;
   if (s.mode == BrowserMode::kNone) {
-    out += UnavailableBox();
+    out += s.unavailable_box ? UnavailableBox()
+                             : Cat(ConnectedLine(s.mode), " (ss status says why)\n");
   } else {
     if (s.first_devtools_use && s.mode == BrowserMode::kDevTools) out += DevToolsFirstUseBox();
     out += ConnectedLine(s.mode) + "\n";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend.hpp"
+#include "browser.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "fs.hpp"
@@ -86,8 +87,18 @@ CheckResult Remote(SshConnection& conn, std::string name, const std::vector<std:
   }
 }
 
-CheckResult BrowserBridge(SshConnection& conn, int port) {
+// The agent works without a browser: none on the host is a warning with the fix. A browser the
+// host has that the sandbox cannot reach through the tunnel is a failure.
+CheckResult BrowserThroughTunnel(SshConnection& conn, int port) {
   const std::string name = "browser bridge";
+  CdpInfo host = DetectCdp(port);
+  if (!host.available) {
+    return Warning(name,
+                   Cat("no browser on the host's port ", port,
+                       " (the agent works without one, with no browser tools)"),
+                   Cat("run 'claude --chrome' on ", HostWord(), ", or ", ChromeDebugScriptDisplay(),
+                       " (Chrome DevTools on port ", port, ")"));
+  }
   try {
     // The tunnel ss attach sets up: the sandbox's 127.0.0.1:PORT to the host's. When a session
     // already holds the port, its forward is what gets tested.
@@ -114,9 +125,9 @@ CheckResult BrowserBridge(SshConnection& conn, int port) {
     }
     return Failed(
         name,
-        Cat("no browser answers on the host's port ", port, " through the tunnel (",
-            FirstLine(r.err), ")"),
-        Cat("start Chrome with --remote-debugging-port=", port, ", or set browser.cdp_port"));
+        Cat(host.browser.empty() ? "the browser" : host.browser, " answers on the host's port ",
+            port, " but not through the tunnel (", FirstLine(r.err), ")"),
+        Cat("see what holds port ", port, " in the sandbox: ss exec ss -tlnp"));
   } catch (const Error& e) {
     return Failed(name, e.what());
   }
@@ -298,7 +309,7 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
   checks.push_back(
       Remote(*conn, "source mount", source, "",
              Cat("restart the sandbox (ss stop; ss start), or recreate it: ss reset")));
-  checks.push_back(BrowserBridge(*conn, static_cast<int>(config.Int("browser.cdp_port"))));
+  checks.push_back(BrowserThroughTunnel(*conn, static_cast<int>(config.Int("browser.cdp_port"))));
   return checks;
 }
 

@@ -118,13 +118,21 @@ EOF
   keys 'exit 3' Enter
   wait_screen '^rc=3$'
   # ss claude: the agent in the project, with the browser bridge as ss PROJECT has it (no browser
-  # on this host: the spec's box says so, and the session goes on).
+  # on this host: the spec's box says so, once a day, and the session goes on).
+  rm -f "$SS_HOME/.ss/browser-unavailable-shown"
   tmux_run "ss claude proj; echo rc=\$?; sleep 60"
   wait_screen 'Browser Integration Unavailable'
   keys 'pwd' Enter
   wait_screen '^/home/sandbox/projects/proj$'
   keys 'exit 4' Enter
   wait_screen '^rc=4$'
+  # The next session the same day says it in one line.
+  tmux_run "ss claude proj; echo rc=\$?; sleep 60"
+  wait_screen '^Browser: Not available \(ss status says why\)$'
+  keys 'exit 6' Enter
+  wait_screen '^rc=6$'
+  run screen
+  refute_output --partial 'Browser Integration Unavailable'
   ss config set agent.command 'claude --dangerously-skip-permissions' >/dev/null
   run ss config get agent.command
   assert_output 'claude --dangerously-skip-permissions'

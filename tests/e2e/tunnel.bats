@@ -199,6 +199,7 @@ true"
 }
 
 @test "ss PROJECT with no browser: the Unavailable box, and the session opens anyway" {
+  rm -f "$SS_HOME/.ss/browser-unavailable-shown"
   term a "ss proj -t"
   wait_screen a "Browser Integration Unavailable"
   wait_screen a "Run 'claude --chrome' on the host and keep it running"
