@@ -291,8 +291,8 @@ void ContainerBackend::EnsureImage(const std::string& image_id, const std::strin
   };
   if (present()) return;
   // One import at a time per engine and image; the next one finds it done.
-  MakeDirs(ImagesDir());
-  FileLock lock(Cat(ImagesDir(), "/.", image_id, ".", engine_.name, ".lock"));
+  // (The lock is this user's: the image cache may be root's, built with sudo.)
+  FileLock lock(Cat(RuntimeDir(), "/import-", image_id, ".", engine_.name, ".lock"));
   if (present()) return;
   progress.Step(Cat("importing image ", image_id, " into ", engine_.display, " (once)"));
   Cli({"import", "--change", "CMD [\"/sbin/init\"]", "--change",
@@ -351,7 +351,9 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
   EnsureImage(spec.image_id, spec.image_dir, progress);
   EnsureViews(spec);
   progress.Step(Cat("creating ", engine_.display, " container '", spec.name, "'"));
-  Cli(ContainerCreateArgs(engine_.name, spec, ContainerImageRef(engine_.name, spec.image_id),
+  SandboxSpec applied = spec;
+  applied.resources = Applicable(spec.resources, true);
+  Cli(ContainerCreateArgs(engine_.name, applied, ContainerImageRef(engine_.name, spec.image_id),
                           HostRlimits(), PathExists("/dev/fuse")),
       Cat("cannot create container '", spec.name, "'"), std::chrono::minutes(2));
   try {
@@ -379,7 +381,36 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
   }
 }
 
-void ContainerBackend::Update(const std::string& name, const Resources& r) {
+Resources ContainerBackend::Applicable(Resources r, bool say) {
+  if (!limits_known_) {
+    limits_known_ = true;
+    // Docker says which limits this kernel's cgroups allow (Podman has no such keys: both).
+    ProcessOptions o;
+    o.timeout = std::chrono::seconds(30);
+    ProcessResult info = Run({engine_.client, "info", "--format", "{{json .}}"}, o);
+    Json j = info.ok() ? Json::parse(info.out, nullptr, false) : Json();
+    if (j.is_object()) {
+      cpu_limits_ = j.value("CpuCfsQuota", true) || !j.contains("CpuCfsQuota");
+      memory_limits_ = j.value("MemoryLimit", true) || !j.contains("MemoryLimit");
+    }
+  }
+  if (r.cpus > 0 && !cpu_limits_) {
+    if (say)
+      Warn(Cat(engine_.display, " cannot limit CPU time here (no CPU CFS cgroup): the sandbox's ",
+               r.cpus, " CPUs are not enforced"));
+    r.cpus = 0;
+  }
+  if (r.memory > 0 && !memory_limits_) {
+    if (say)
+      Warn(Cat(engine_.display, " cannot limit memory here (no memory cgroup): the sandbox's ",
+               FormatSizeHuman(r.memory), " are not enforced"));
+    r.memory = 0;
+  }
+  return r;
+}
+
+void ContainerBackend::Update(const std::string& name, const Resources& requested) {
+  Resources r = Applicable(requested, false);
   std::vector<std::string> args{"update"};
   if (r.cpus > 0) args.insert(args.end(), {"--cpus", CpusValue(r.cpus)});
   if (r.memory > 0) {
@@ -504,6 +535,7 @@ void ContainerBackend::Recreate(const std::string& name, const std::string& imag
   const Json& host = c["HostConfig"];
   spec.resources.cpus = static_cast<int>(host.value("NanoCpus", int64_t{0}) / 1000000000);
   spec.resources.memory = host.value("Memory", int64_t{0});
+  spec.resources = Applicable(spec.resources, false);
   std::string old_image = c["Config"].value("Image", "");
   Cli({"rm", "--force", name}, Cat("cannot replace '", name, "'"), std::chrono::minutes(2));
   Cli(ContainerCreateArgs(engine_.name, spec, image_ref, HostRlimits(), PathExists("/dev/fuse")),

@@ -72,6 +72,8 @@ class ContainerBackend : public Backend {
   Json Inspect(const std::string& name);  // null: no such container
   void EnsureImage(const std::string& image_id, const std::string& image_dir, Progress& progress);
   void Update(const std::string& name, const Resources& resources);
+  // The limits of `r` this engine can enforce here (others 0; said when `say`).
+  Resources Applicable(Resources r, bool say);
   std::string SnapshotRepo(const std::string& name) const;
   std::string KeepRepo(const std::string& name) const;
   // Makes the container again from `image_ref` with the arguments it was made with (its volume
@@ -81,6 +83,9 @@ class ContainerBackend : public Backend {
   void EnsureViews(const SandboxSpec& spec);
 
   ContainerEngine engine_;
+  bool limits_known_ = false;
+  bool cpu_limits_ = true;
+  bool memory_limits_ = true;
 };
 
 }  // namespace ss

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -22,5 +23,14 @@ int64_t HostMemory() {
   }
   return static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
 }
+
+uint64_t MappedIds() {
+  std::ifstream in("/proc/self/uid_map");
+  uint64_t inside = 0, outside = 0, count = 0, top = 0;
+  while (in >> inside >> outside >> count) top = std::max(top, inside + count);
+  return top == 0 ? 4294967295u : top;
+}
+
+bool InUserNamespace() { return MappedIds() < 4294967295u; }
 
 }  // namespace ss

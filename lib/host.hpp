@@ -8,4 +8,10 @@ namespace ss {
 int HostCpus();        // online CPUs
 int64_t HostMemory();  // bytes of RAM (MemTotal)
 
+// How many user ids this process's user namespace maps (one past the highest id inside):
+// 4294967295 at the top level, fewer inside a container with a user namespace (where, among
+// other things, device nodes cannot be made).
+uint64_t MappedIds();
+bool InUserNamespace();
+
 }  // namespace ss

@@ -2,15 +2,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
 #include "packages.hpp"
@@ -118,16 +121,18 @@ bool EnsureSubidMapping(uid_t uid, SetupReport& report) {
   return changed;
 }
 
-// Docker inside a container needs every cgroup v1 controller the kernel has to be mounted on the
-// host (systemd hosts mount them all); a controller left unmounted makes the container's
-// systemd mount it at the root, where the nested docker cannot create cgroups. Mounts the
-// missing ones; a cgroup2-only host needs nothing.
+// Docker and LXD inside a container need every cgroup v1 controller the kernel has to be
+// mounted (systemd hosts mount them all); one left unmounted makes the container's systemd mount
+// it at the root, where the nested engine cannot create cgroups. Mounts the missing ones, as the
+// usual pairs share one hierarchy where the host has them so, each alone where it has not (a
+// container sees its host's choice); a cgroup2-only host needs nothing.
 void EnsureCgroupControllers(SetupReport& report) {
   auto cgroups = ReadFileIfExists("/proc/cgroups");
   auto mountinfo = ReadFileIfExists("/proc/self/mountinfo");
   if (!cgroups || !mountinfo) return;
   // mountinfo: "id parent dev root mountpoint options ... - fstype source superoptions"
   bool v1 = false, read_only = false;
+  std::set<std::string> mounted;
   for (const auto& line : SplitLines(*mountinfo)) {
     auto fields = Split(line, ' ');
     auto dash = std::find(fields.begin(), fields.end(), "-");
@@ -136,45 +141,113 @@ void EnsureCgroupControllers(SetupReport& report) {
       v1 = true;
       read_only = fields[5].rfind("ro", 0) == 0;
     }
+    if (*(dash + 1) == "cgroup" && dash + 3 < fields.end()) {
+      for (const auto& option : Split(*(dash + 3), ',')) mounted.insert(option);
+    }
   }
   if (!v1) return;  // cgroup2 only: nothing to mount
   std::vector<std::string> missing;
   for (const auto& line : SplitLines(*cgroups)) {
     if (line.empty() || line[0] == '#') continue;
     auto f = Split(line, '\t');
-    if (f.size() < 4 || f[1] != "0" || f[3] != "1") continue;  // mounted somewhere, or disabled
+    if (f.size() < 4 || f[3] != "1" || mounted.count(f[0])) continue;  // disabled, or mounted
     missing.push_back(f[0]);
   }
   if (missing.empty()) return;
   RequireRoot("mounting cgroup controllers");
-  // The usual pairs share one hierarchy, as systemd mounts them.
+  auto is_missing = [&](const std::string& c) {
+    return std::find(missing.begin(), missing.end(), c) != missing.end();
+  };
+  // The usual pairs share one hierarchy, as systemd mounts them, when both are missing.
   std::vector<std::string> groups;
   for (const auto& c : missing) {
-    if (c == "net_prio" || c == "cpuacct") continue;
-    if (c == "net_cls") {
+    if ((c == "net_prio" && is_missing("net_cls")) || (c == "cpuacct" && is_missing("cpu"))) {
+      continue;
+    }
+    if (c == "net_cls" && is_missing("net_prio")) {
       groups.push_back("net_cls,net_prio");
-    } else if (c == "cpu") {
+    } else if (c == "cpu" && is_missing("cpuacct")) {
       groups.push_back("cpu,cpuacct");
     } else {
       groups.push_back(c);
     }
   }
   if (read_only) Run({"mount", "-o", "remount,rw", "/sys/fs/cgroup"});
-  for (const auto& g : groups) {
+  auto mount_one = [&](const std::string& g) {
     std::string dir = "/sys/fs/cgroup/" + g;
-    MakeDirs(dir);
-    ProcessResult r = Run({"mount", "-t", "cgroup", "-o", g, "cgroup", dir});
+    ProcessResult r;
+    try {
+      MakeDirs(dir);
+    } catch (const Error& e) {
+      // A container's read-only /sys/fs/cgroup: nothing can be added there.
+      r.status = 1;
+      r.err = e.what();
+      return r;
+    }
+    r = Run({"mount", "-t", "cgroup", "-o", g, "cgroup", dir});
     if (!r.ok()) {
-      Warn(Cat("could not mount the cgroup controller ", g, ": ", Trim(r.err)));
-      continue;
+      ::rmdir(dir.c_str());
+      return r;
     }
     for (const auto& part : Split(g, ',')) {
       if (part != g) ::symlink(g.c_str(), ("/sys/fs/cgroup/" + part).c_str());
     }
     report.done.push_back(
-        Cat("mounted the cgroup v1 controller ", g, " (docker inside sandboxes needs it)"));
+        Cat("mounted the cgroup v1 controller ", g, " (docker and LXD inside sandboxes need it)"));
+    return r;
+  };
+  for (const auto& g : groups) {
+    ProcessResult r = mount_one(g);
+    if (r.ok()) continue;
+    if (g.find(',') != std::string::npos) {
+      // The host keeps these apart: so must we.
+      bool all = true;
+      for (const auto& part : Split(g, ',')) all = mount_one(part).ok() && all;
+      if (all) continue;
+    }
+    Warn(Cat("could not mount the cgroup controller ", g, ": ", Trim(r.err)));
   }
   if (read_only) Run({"mount", "-o", "remount,ro", "/sys/fs/cgroup"});
+}
+
+// Inside a container with a user namespace, root's subordinate ids (which LXD gives its
+// containers) must lie within the ids that namespace maps; Debian's lxd package writes a range
+// larger than a container has (root:100000:10000001), and LXD then runs privileged containers
+// only. Shrinks such a range to what fits. True when a file changed.
+bool FitSubidRanges(SetupReport& report) {
+  if (!InUserNamespace()) return false;
+  uint64_t top = MappedIds();
+  bool changed = false;
+  for (const char* file : {"/etc/subuid", "/etc/subgid"}) {
+    auto text = ReadFileIfExists(file);
+    if (!text) continue;
+    std::string out;
+    bool file_changed = false;
+    for (const auto& line : SplitLines(*text)) {
+      auto f = Split(line, ':');
+      uint64_t start = 0, count = 0;
+      if (f.size() == 3 && f[0] == "root" && !f[1].empty() && !f[2].empty() &&
+          f[1].find_first_not_of("0123456789") == std::string::npos &&
+          f[2].find_first_not_of("0123456789") == std::string::npos) {
+        start = std::stoull(f[1]);
+        count = std::stoull(f[2]);
+      }
+      if (count > 1 && start + count > top && top > start + 65536) {
+        std::string fitted = Cat("root:", start, ":", top - start);
+        report.done.push_back(
+            Cat("in ", file, ", ", line, " became ", fitted, " (the ids this container has)"));
+        out += fitted + "\n";
+        file_changed = true;
+      } else {
+        out += line + "\n";
+      }
+    }
+    if (file_changed) {
+      AtomicWrite(file, out, 0644);
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 void WaitLxd(std::chrono::seconds timeout) {
@@ -195,7 +268,10 @@ void StartLxdDaemons(SetupReport& report) {
     WaitLxd(std::chrono::seconds(60));
     return;
   }
-  if (FindInPath("lxcfs") && Run({"pgrep", "-x", "lxcfs"}).status != 0) {
+  // (An lxcfs of a container's own, in another pid namespace, is not ours.)
+  if (FindInPath("lxcfs") &&
+      Run({"pgrep", "-x", "lxcfs", "--ns", std::to_string(::getpid()), "--nslist", "pid"}).status !=
+          0) {
     // A FUSE mount whose lxcfs died answers "Transport endpoint is not connected": unmount it.
     struct stat st {};
     if (::stat("/var/lib/lxcfs", &st) != 0 && errno == ENOTCONN) {
@@ -211,15 +287,41 @@ void StartLxdDaemons(SetupReport& report) {
   WaitLxd(std::chrono::seconds(60));
 }
 
+// Under sudo, the user who ran it gets the engine's group (lxd, docker), whose members may use
+// its socket: from their next login on, as groups go.
+void AddSudoUserToGroup(const std::string& group, SetupReport& report) {
+  const char* user = std::getenv("SUDO_USER");
+  if (::geteuid() != 0 || !user || !*user || std::string_view(user) == "root") return;
+  struct group* g = ::getgrnam(group.c_str());
+  if (!g) return;
+  for (char** m = g->gr_mem; m && *m; ++m) {
+    if (std::string_view(*m) == user) return;
+  }
+  RunChecked({"usermod", "-a", "-G", group, user}, Cat("cannot add ", user, " to ", group), {},
+             kExitUnavailable);
+  report.done.push_back(Cat("added ", user, " to the group '", group,
+                            "': it counts from their next login (log in again, or: newgrp ", group,
+                            ")"));
+}
+
+// The LXD daemon's own pid (never a container's monitor, a proxy device or a daemon nested
+// in a container: all are called lxd), or 0.
+pid_t LxdServerPid() {
+  ProcessResult r = Run({"lxc", "query", "/1.0"});
+  if (!r.ok()) return 0;
+  Json j = Json::parse(r.out, nullptr, false);
+  return j.is_object() ? j.value("environment", Json::object()).value("server_pid", 0) : 0;
+}
+
 void RestartLxd(SetupReport& report) {
   if (HaveSystemd()) {
     RunChecked({"systemctl", "restart", "lxd"}, "cannot restart lxd", {}, kExitUnavailable);
   } else {
     // SIGTERM leaves the containers running; the new daemon takes them over.
-    ProcessResult pids = Run({"pgrep", "-x", "lxd"});
-    for (const auto& p : SplitLines(pids.out)) ::kill(std::stoi(p), SIGTERM);
-    for (int i = 0; i < 100 && Run({"pgrep", "-x", "lxd"}).ok(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pid_t pid = LxdServerPid();
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      WaitGone(pid, std::chrono::seconds(10));
     }
     MakeDirs("/var/log/lxd");
     StartDaemon("lxd", {"lxd", "--group", "lxd", "--logfile=/var/log/lxd/lxd.log"},
@@ -246,10 +348,16 @@ std::string MakeLxdPool(Progress& progress) {
     if (std::string(driver) == "btrfs") argv.push_back("size=30GiB");
     ProcessOptions o;
     o.timeout = std::chrono::minutes(2);
+    // A failed btrfs pool leaves its loop file, which the next attempt would take for a used one.
+    const char* lxd_dir = std::getenv("LXD_DIR");
+    std::string loop_file =
+        Cat(lxd_dir && *lxd_dir ? lxd_dir : "/var/lib/lxd", "/disks/default.img");
+    bool had_loop_file = PathExists(loop_file);
     ProcessResult r = Run(argv, o);
     if (r.ok()) return driver;
     failures.push_back(Cat("  ", driver, ": ", LxdWords(r)));
     Run({"lxc", "storage", "delete", "default"});  // what a half-made attempt left
+    if (!had_loop_file) ::unlink(loop_file.c_str());
   }
   throw Error(kExitUnavailable, "cannot create LXD's storage pool 'default'", failures,
               {"see /var/log/lxd/lxd.log"});
@@ -408,6 +516,7 @@ SetupReport SetupDocker(Progress& progress) {
   if (!DockerAnswers()) steps.push_back("docker");
   Append(report, InstallFor(steps, "ss vm setup --backend docker", progress));
   EnsureCgroupControllers(report);
+  AddSudoUserToGroup("docker", report);
   if (DockerAnswers()) return report;
   RequireRoot("starting Docker");
   progress.Step("starting dockerd");
@@ -512,10 +621,12 @@ SetupReport SetupLxd(Progress& progress) {
   SetupReport report;
   Append(report, InstallFor({"core", "image", "lxd"}, "ss vm setup --backend lxd", progress));
   EnsureCgroupControllers(report);
+  AddSudoUserToGroup("lxd", report);
   // A regular user is mapped into containers (raw.idmap); root never is (its folders are
   // shared through id-mapped views, see backend_lxd.cpp).
   uid_t uid = ProjectsUid();
-  bool mapping_changed = uid != 0 && EnsureSubidMapping(uid, report);
+  bool mapping_changed = FitSubidRanges(report);
+  mapping_changed = (uid != 0 && EnsureSubidMapping(uid, report)) || mapping_changed;
   if (!LxdAnswers()) {
     progress.Step("starting LXD");
     StartLxdDaemons(report);

@@ -17,6 +17,7 @@
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "json_out.hpp"
 #include "strings.hpp"
 
@@ -179,6 +180,15 @@ void EnsureView(const std::string& source, const std::string& view, Ids owner, I
     if (err == ENOSYS) {
       throw Error(kExitUnavailable, Cat("cannot share ", source, " with the sandbox's user"),
                   {"  this kernel has no id-mapped mounts (Linux 5.12 or newer has)"});
+    }
+    if (err == EPERM && InUserNamespace()) {
+      // Only the user namespace that mounted a filesystem may map its ids: not a container's.
+      throw Error(kExitNoPerm, Cat("cannot share ", source, " with the sandbox's user"),
+                  {Cat("  ss runs in a container, where root cannot mount its files with mapped "
+                       "ids, and they belong to uid ",
+                       owner.uid, ", not the sandbox user's ", shown.uid)},
+                  {"run ss as a regular user (with sudo for its set-up), whose files need no "
+                   "mapping"});
     }
     throw Error(kExitUnavailable, Cat("cannot share ", source, " with the sandbox's user"),
                 {Cat("  its filesystem (", FsName(source),

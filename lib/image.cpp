@@ -14,9 +14,10 @@
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
-#include "packages.hpp"
+#include "host.hpp"
 #include "http.hpp"
 #include "output.hpp"
+#include "packages.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "resources.hpp"
@@ -33,6 +34,8 @@ constexpr int kRecipeVersion = 4;
 // then qcow2) at its peak, plus the package cache.
 constexpr int64_t kMinFreeBytes = 8LL * 1024 * 1024 * 1024;
 constexpr int64_t kGiB = 1024LL * 1024 * 1024;
+// Debian's and Ubuntu's bundle of the trusted certificate authorities (update-ca-certificates).
+constexpr const char* kHostCaBundle = "/etc/ssl/certs/ca-certificates.crt";
 
 // Free bytes on the filesystem holding `path`, or -1.
 int64_t FreeBytes(const std::string& path) {
@@ -213,8 +216,9 @@ class ChrootMounts {
   explicit ChrootMounts(const std::string& root) {
     Mount("proc", root + "/proc", "proc", 0);
     Mount("sysfs", root + "/sys", "sysfs", 0);
-    Mount("/dev", root + "/dev", nullptr, MS_BIND);
-    Mount("/dev/pts", root + "/dev/pts", nullptr, MS_BIND);
+    // Recursive: in a container /dev is a tmpfs of bind-mounted nodes, which a plain bind leaves
+    // behind as unusable placeholders.
+    Mount("/dev", root + "/dev", nullptr, MS_BIND | MS_REC);
   }
   ~ChrootMounts() {
     for (auto it = mounted_.rbegin(); it != mounted_.rend(); ++it)
@@ -358,7 +362,11 @@ class Builder {
                                   o_.release,
                                   root_,
                                   o_.mirror};
-    Check(ss::Run(argv, Options(std::chrono::minutes(30))), "debootstrap");
+    ProcessOptions options = Options(std::chrono::minutes(30));
+    // In a user namespace (ss inside a container) no device node can be made: debootstrap's
+    // container mode binds /dev instead. It knows that mode only from $container.
+    if (InUserNamespace() && !std::getenv("container")) options.env.push_back({"container", "lxc"});
+    Check(ss::Run(argv, options), "debootstrap");
   }
 
   void WriteSources() {
@@ -392,6 +400,11 @@ class Builder {
     ProcessOptions options = Options(std::chrono::minutes(20));
     options.unlisted = true;  // the image's own node
     options.env.push_back({"HOME", home});
+    // Node trusts only its own certificate authorities: the host's store too (a proxy that
+    // re-signs TLS is trusted there), unless the user says otherwise.
+    if (!std::getenv("NODE_EXTRA_CA_CERTS") && PathExists(kHostCaBundle)) {
+      options.env.push_back({"NODE_EXTRA_CA_CERTS", kHostCaBundle});
+    }
     options.env.push_back({"PATH", Cat(root_, "/usr/local/bin:/usr/bin:/bin")});
     Check(ss::Run(argv, options), "npm install");
     RemoveTree(home);
@@ -621,6 +634,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
       return *existing;
     }
   }
+  MakeOwnedDir(CacheDir(), 0755);  // the user's, also when the build runs with sudo
   MakeDirs(ImagesDir());
   FileLock lock(Cat(ImagesDir(), "/.", id, ".lock"));
   if (!options.force) {

@@ -91,23 +91,24 @@ Owner ProjectsOwner() {
   return {0, 0};
 }
 
+void MakeOwnedDir(const std::string& path, mode_t mode) {
+  if (IsDirectory(path)) return;
+  MakeDirs(Dirname(path), 0755);
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    throw Error(kExitIoErr, Cat("cannot create '", path, "': ", std::strerror(errno)));
+  }
+  Owner o = ProjectsOwner();
+  if (::geteuid() == 0 && ::lchown(path.c_str(), o.uid, o.gid) != 0) {
+    throw Error(kExitIoErr,
+                Cat("cannot give '", path, "' to uid ", o.uid, ": ", std::strerror(errno)));
+  }
+}
+
 std::string EnsureProjectsDir() {
   std::string dir = ProjectsDir();
   if (IsDirectory(dir)) return dir;
-  Owner o = ProjectsOwner();
-  // SS_HOME, then the projects folder in it, each given to the owner when root makes them.
-  std::string home = Dirname(dir);
-  for (const auto& [path, mode] : {std::pair{home, 0700}, std::pair{dir, 0755}}) {
-    if (IsDirectory(path)) continue;
-    MakeDirs(Dirname(path), 0755);
-    if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-      throw Error(kExitIoErr, Cat("cannot create '", path, "': ", std::strerror(errno)));
-    }
-    if (::geteuid() == 0 && ::lchown(path.c_str(), o.uid, o.gid) != 0) {
-      throw Error(kExitIoErr,
-                  Cat("cannot give '", path, "' to uid ", o.uid, ": ", std::strerror(errno)));
-    }
-  }
+  MakeOwnedDir(Dirname(dir), 0700);  // SS_HOME
+  MakeOwnedDir(dir, 0755);
   return dir;
 }
 

@@ -31,6 +31,9 @@ Owner ProjectsOwner();
 // existing folder is left as it is. The folder holding it (SS_HOME) is made 0700: the sandbox
 // can make setuid files in the projects, which no other account of this host may reach.
 std::string EnsureProjectsDir();
+// Makes `path` (and its missing parents, 0755) with `mode`, given to ProjectsOwner() when root
+// makes it: folders ss makes in the user's home under sudo are the user's.
+void MakeOwnedDir(const std::string& path, mode_t mode);
 // The host ids whose files the sandbox user owns: the projects folder's owner.
 Owner ProjectsIds();
 uid_t ProjectsUid();

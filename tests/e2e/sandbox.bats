@@ -325,8 +325,11 @@ setup() {
   esac
   ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
   if [ "$SS_E2E_BACKEND" = lxd ]; then
-    pkill -TERM -x lxd  # its containers live on
-    for _ in $(seq 100); do pgrep -x lxd >/dev/null || break; sleep 0.1; done
+    # The daemon alone (its containers' monitors and proxies, and daemons nested in
+    # containers, are all called lxd): its containers live on.
+    lxd_pid=$(lxc query /1.0 | jq -r .environment.server_pid)
+    kill -TERM "$lxd_pid"
+    for _ in $(seq 100); do kill -0 "$lxd_pid" 2>/dev/null || break; sleep 0.1; done
   else
     # dockerd is stopped, and its containers with it.
     ss vm setup --backend docker --stop >/dev/null 2>&1
