@@ -2,14 +2,15 @@
 # Installs ss on a Debian or Ubuntu machine (tested on Debian 12): the packages it needs, a
 # build, and the install.
 #
-#   ./install.sh [--prefix DIR] [--deps-only] [--deps-for STEPS] [--no-deps] [--no-setup]
-#                [--build-dir DIR]
+#   ./install.sh [--prefix DIR] [--backend NAME] [--deps-only] [--deps-for STEPS] [--no-deps]
+#                [--no-setup] [--build-dir DIR]
 #
 # Packages come from lib/packages.tsv: those the steps in --deps-for need (default
 # "build,core": building ss and running it). After installing, prepares this machine for
-# sandboxes unless --no-setup: `ss vm setup` (the backend's and the image build's packages, its
-# daemons) and `ss vm image build` (a few minutes the first time). Idempotent: re-running
-# upgrades in place. Works as root or as a user who can sudo.
+# sandboxes unless --no-setup: `ss vm setup` (the packages of the backend --backend names, else
+# the one ss would choose, and of the image build; its daemons) and `ss vm image build` (a few
+# minutes the first time). Idempotent: re-running upgrades in place. Works as root or as a user
+# who can sudo.
 set -euo pipefail
 
 prefix=/usr/local
@@ -17,11 +18,12 @@ deps=1
 deps_for=build,core
 build=1
 setup=1
+backend=""
 build_dir=""
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 usage() {
-  sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 while [ $# -gt 0 ]; do
@@ -33,6 +35,8 @@ while [ $# -gt 0 ]; do
     --deps-for=*) deps_for=${1#*=}; shift ;;
     --no-deps) deps=0; shift ;;
     --no-setup) setup=0; shift ;;
+    --backend) backend=${2:?--backend needs a name: lxd, docker, podman or qemu}; shift 2 ;;
+    --backend=*) backend=${1#*=}; shift ;;
     --build-dir) build_dir=${2:?--build-dir needs a directory}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "install.sh: unknown option '$1'" >&2; usage >&2; exit 64 ;;
@@ -124,7 +128,7 @@ if [ "$setup" = 1 ]; then
   # As the user's ss would: their HOME (and SS_HOME), so projects and the image cache are theirs.
   ss_as_root() { as_root env "HOME=$HOME" ${SS_HOME:+"SS_HOME=$SS_HOME"} "$prefix/bin/ss" "$@"; }
   say "preparing this machine for sandboxes (ss vm setup)"
-  ss_as_root vm setup
+  ss_as_root vm setup ${backend:+--backend "$backend"}
   say "building the sandbox image from Debian packages (ss vm image build; cached)"
   ss_as_root vm image build
 fi

@@ -5,8 +5,13 @@
 # install.sh leaves out makes this file fail; install.sh's own failure shows its last lines.
 #
 # The fresh machine is a system container of this host's LXD with security.nesting=true, so
-# that the backend inside it is real: install.sh finds no backend there and sets up LXD (LXD in
-# LXD). Its root filesystem is a minimal debootstrap of bookworm, not ss's sandbox image:
+# that the backend inside it is real: Docker (`./install.sh --backend docker`). Not LXD in LXD:
+# where the host mounts cgroup v1's cpu and cpuacct as two hierarchies (machines of this kind
+# do, having no systemd), LXD gives its containers a read-only /sys/fs/cgroup with one
+# "cpu,cpuacct" folder that neither can be mounted on, and a nested LXD cannot start any
+# container ("cgfsng: Failed to open 6/cpuacct - Not a directory"). On a host with systemd that
+# does not arise; ss's LXD set-up inside containers (subordinate ids that fit, the missing
+# controllers mounted where it can) is for those. Its root filesystem is a minimal debootstrap of bookworm, not ss's sandbox image:
 # --variant=minbase (the "required" packages only) plus
 #   systemd-sysv      it boots systemd, as a Debian machine does: install.sh, the package
 #                     scripts and ss see /run/systemd/system and go through systemctl
@@ -24,8 +29,10 @@
 #
 # What gets installed is the checkout under test ($SS_SOURCE_DIR): its files as git lists them
 # (tracked and untracked, not ignored: no build/), else the tree without build*/ and .git. No
-# .git goes in, so the version names commit "unknown". install.sh runs in /root/ss, as root, in
-# a login shell (su -l), with a time limit.
+# .git goes in, so the version names commit "unknown". The machine has one user, dev (uid 1000,
+# sudo without a password, as a Debian install's first user has it with one): install.sh runs in
+# ~dev/ss as dev, in a login shell (su -l), with a time limit; `ss demo` runs in a new login of
+# dev's (install.sh adds dev to the engine's group, which counts from the next login).
 #
 # Kept between runs under $SS_CACHE/fresh (outside the checkout):
 #   image-KEY.tar.gz  the fresh machine's LXD image (unified tarball: metadata.yaml, templates/,
@@ -36,7 +43,7 @@
 #                     directory)
 #   debootstrap/      the .deb files of that image (debootstrap --cache-dir)
 #   apt/              the fresh machine's /var/cache/apt/archives (an LXD disk device)
-#   ss-debs/ ss-npm/  the fresh machine's /root/.cache/ss/debs and npm (ss's download caches)
+#   ss-debs/ ss-npm/  the fresh machine's ~dev/.cache/ss/debs and npm (ss's download caches)
 #   last-times.txt    the last run's wall time by step, also printed with the test output
 # The downloads are what is kept; everything else is made again each run (packages installed,
 # ss built, LXD set up and the sandbox image built inside from nothing). The container, its
@@ -47,7 +54,7 @@ load helpers
 
 FRESH_RELEASE=bookworm
 FRESH_MIRROR=http://deb.debian.org/debian
-FRESH_INCLUDE=systemd-sysv,udev,systemd-resolved,dbus
+FRESH_INCLUDE=systemd-sysv,udev,systemd-resolved,dbus,sudo
 # install.sh's limit inside (CTest's TIMEOUT for this file is above it, so teardown still runs).
 FRESH_INSTALL_LIMIT=2700
 
@@ -85,6 +92,8 @@ setup_file() {
   fresh_share_caches
   lxc start "$FRESH"
   fresh_wait_ready
+  # LXD made ~dev/.cache for the cache devices, as root: the folders above them are dev's.
+  lxc exec "$FRESH" -- chown dev:dev /home/dev/.cache /home/dev/.cache/ss </dev/null
   fresh_local_cas
   times_add "$t0" "fresh machine: import, boot, network"
 
@@ -146,6 +155,9 @@ fresh_recipe() {
   : > "$r/etc/machine-id"
   rm -f "$r/var/lib/dbus/machine-id"
   echo localhost > "$r/etc/hostname"
+  chroot "$r" useradd -m -u 1000 -s /bin/bash -G sudo dev || return 1
+  echo 'dev ALL=(ALL) NOPASSWD:ALL' > "$r/etc/sudoers.d/dev"
+  chmod 440 "$r/etc/sudoers.d/dev"
   rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/* "$r/debootstrap"
   cat > "$dir/metadata.yaml" <<EOF
 architecture: x86_64
@@ -214,7 +226,8 @@ fresh_share_caches() {
   idmap=$(lxc config get "$FRESH" volatile.idmap.next)
   uid=$(jq -r '[.[] | select(.Isuid and .Nsid == 0)][0].Hostid' <<< "$idmap")
   gid=$(jq -r '[.[] | select(.Isgid and .Nsid == 0)][0].Hostid' <<< "$idmap")
-  for dir in apt:/var/cache/apt/archives ss-debs:/root/.cache/ss/debs ss-npm:/root/.cache/ss/npm; do
+  for dir in apt:/var/cache/apt/archives ss-debs:/home/dev/.cache/ss/debs \
+    ss-npm:/home/dev/.cache/ss/npm; do
     path=${dir#*:}
     dir="$FRESH_CACHE/${dir%%:*}"
     mkdir -p "$dir"
@@ -262,7 +275,7 @@ fresh_local_cas() {
     lxc exec "$FRESH" -- sh -c 'mkdir -p /usr/local/share && tar -C /usr/local/share -xf -'
 }
 
-# fresh_copy_source: the checkout under test into /root/ss, owned by root.
+# fresh_copy_source: the checkout under test into ~dev/ss, owned by dev.
 fresh_copy_source() {
   local list="$E2E_ROOT/source-files"
   if git -C "$SS_SOURCE_DIR" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -275,12 +288,17 @@ fresh_copy_source() {
   else
     tar -C "$SS_SOURCE_DIR" --exclude='./build*' --exclude=./.git --owner=0 --group=0 \
       --numeric-owner -cf - .
-  fi | lxc exec "$FRESH" -- sh -c 'mkdir -p /root/ss && tar -C /root/ss -xf -'
+  fi | lxc exec "$FRESH" -- sh -c 'mkdir -p /home/dev/ss && tar -C /home/dev/ss -xf - &&
+    chown -R dev:dev /home/dev/ss'
 }
 
-# fresh_sh CMD: CMD in a login shell of root in the fresh machine (what a user's terminal has).
+# fresh_sh CMD, fresh_dev CMD: CMD in a login shell of root, or of dev, in the fresh machine
+# (what a user's terminal has).
 fresh_sh() {
   lxc exec "$FRESH" -- su -l root -c "$1" </dev/null
+}
+fresh_dev() {
+  lxc exec "$FRESH" -- su -l dev -c "$1" </dev/null
 }
 
 # stamp: each line of stdin with the wall clock in front (seconds, from EPOCHREALTIME).
@@ -307,7 +325,7 @@ times_print() {
   assert_output systemd
   run fresh_sh "dpkg-query -W -f '\${db:Status-Abbrev} \${Package}\n'"
   assert_success
-  for p in iproute2 procps sudo curl ca-certificates git cmake g++ lxd debootstrap qemu-utils; do
+  for p in iproute2 procps curl ca-certificates git cmake g++ docker.io lxd debootstrap qemu-utils; do
     refute_line --regexp "^ii +$p\$"
   done
   run fresh_sh 'command -v ss'
@@ -324,7 +342,9 @@ times_print() {
 @test "install.sh installs ss on the fresh machine: packages, build, /usr/local, vm setup, image build" {
   local log="$E2E_ROOT/install.log" t0 status
   t0=$EPOCHREALTIME
-  fresh_sh "cd /root/ss && timeout $FRESH_INSTALL_LIMIT ./install.sh" 2>&1 | stamp > "$log"
+  # (2>&1 inside: one stream, so that its lines keep their order.)
+  fresh_dev "cd ~/ss && timeout $FRESH_INSTALL_LIMIT ./install.sh --backend docker 2>&1" 2>&1 |
+    stamp > "$log"
   status=${PIPESTATUS[0]}
   # Each of install.sh's steps (and ss's, inside them) until the next one: the "==> " lines.
   awk -v end="$EPOCHREALTIME" -v t0="$t0" '
@@ -342,8 +362,12 @@ times_print() {
 }
 
 @test "ss new demo && ss demo -- true on the fresh machine" {
-  run fresh_sh 'timeout 900 sh -c "ss new demo && ss demo -- true"'
+  run fresh_dev 'timeout 900 sh -c "ss new demo && ss demo -- true"'
   assert_success
+  # dev's own files: Docker's sandbox user (uid 1000 inside) is dev, and nothing needs mapping.
+  run fresh_dev 'ss demo -- sh -c "echo made > inside.txt" && stat -c %U ~/super-sandbox/projects/demo/inside.txt'
+  assert_success
+  assert_output dev
 }
 
 @test "ss --version from /usr/local/bin in a plain login shell, for root and for a new user" {
@@ -364,7 +388,7 @@ times_print() {
   assert_line --index 0 --regexp '^State +Recv-Q +Send-Q '
   # The build's own bin/ss ahead of /usr/local/bin/ss: the dispatcher has to pass over both
   # copies of itself to reach iproute2's.
-  run fresh_sh 'PATH=/root/ss/build/release/bin:$PATH ss -tlnp'
+  run fresh_sh 'PATH=/home/dev/ss/build/release/bin:$PATH ss -tlnp'
   assert_success
   assert_line --index 0 --regexp '^State +Recv-Q +Send-Q '
 }
