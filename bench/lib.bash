@@ -8,7 +8,8 @@ if [ ! -x "$SS_BUILD_DIR/bin/ss" ]; then
   echo "bench: no build in $SS_BUILD_DIR; run ./install.sh --no-deps or set SS_BUILD_DIR" >&2
   exit 69
 fi
-command -v hyperfine >/dev/null || { echo "bench: needs hyperfine (apt-get install hyperfine)" >&2; exit 69; }
+command -v hyperfine >/dev/null ||
+  { echo "bench: needs hyperfine: ./install.sh --deps-only --deps-for bench" >&2; exit 69; }
 BENCH_TMP=$(mktemp -d)
 trap 'rm -rf "$BENCH_TMP"' EXIT
 export HOME="$BENCH_TMP/home" SS_HOME="$BENCH_TMP/home/super-sandbox" SS_NO_UPDATE=1
