@@ -66,19 +66,22 @@ std::vector<std::string> InstallFor(const std::vector<std::string>& steps, std::
   for (const auto* row : missing) {
     names.push_back(row->command == "-" ? row->packages.front() : Cat("'", row->command, "'"));
   }
-  if (::geteuid() != 0) {
+  bool root = ::geteuid() == 0;
+  bool apt = LocateCommand("apt-get").has_value();
+  if (!root || !apt) {
     for (const auto* row : missing) {
       if (std::find(packages.begin(), packages.end(), row->packages.front()) == packages.end()) {
         packages.push_back(row->packages.front());
       }
     }
+    std::vector<std::string> hints{Cat("install ", missing.size() == 1 ? "it" : "them", ": ",
+                                       root ? "" : "sudo ", "apt-get install ",
+                                       Join(packages, " "))};
+    if (!root && apt) hints.push_back("or let ss do it: sudo ss vm setup");
     throw Error(kExitUnavailable,
                 Cat(what, " needs ", Join(names, ", "), ", which ",
                     missing.size() == 1 ? "is" : "are", " not installed"),
-                {},
-                {Cat("install ", missing.size() == 1 ? "it" : "them", ": sudo apt-get install ",
-                     Join(packages, " ")),
-                 "or let ss do it: sudo ss vm setup"});
+                {}, hints);
   }
   ProcessOptions o;
   o.env = {{"DEBIAN_FRONTEND", "noninteractive"}};

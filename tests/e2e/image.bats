@@ -93,10 +93,15 @@ teardown() {
   work=$(compgen -G "$SS_CACHE/images/.build-*")
   [ -d "$work/rootfs" ]
   # The next build of that image removes what the killed one left, before anything else
-  # (here it then stops: debootstrap is not on its PATH).
-  run --separate-stderr env PATH="$SS_BUILD_DIR/bin" ss vm image build
+  # (here it then stops: debootstrap is not on its PATH, nor apt-get to install it).
+  mkdir "$E2E_ROOT/path"
+  for f in /usr/bin/* /usr/sbin/*; do
+    case ${f##*/} in apt-get | debootstrap) ;; *) ln -sf "$f" "$E2E_ROOT/path/" ;; esac
+  done
+  run --separate-stderr env PATH="$SS_BUILD_DIR/bin:$E2E_ROOT/path" ss vm image build
   assert_failure 69
   assert_equal "${stderr_lines[0]}" "ss-vm: error: building the image needs 'debootstrap', which is not installed"
+  assert_equal "${stderr_lines[1]}" "hint: install it: apt-get install debootstrap"
   assert_not_exists "$work"
 }
 
