@@ -52,4 +52,19 @@ std::string ToLower(std::string_view s) {
 
 std::string Quoted(std::string_view s) { return Cat("'", s, "'"); }
 
+std::string Printable(std::string_view s, bool lines) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\t' || (lines && c == '\n') || (u >= 0x20 && u != 0x7f)) {
+      out += c;
+    } else {
+      out += '^';
+      out += u == 0x7f ? '?' : static_cast<char>(u + 0x40);
+    }
+  }
+  return out;
+}
+
 }  // namespace ss

@@ -22,5 +22,8 @@ std::string_view Trim(std::string_view s);
 std::string ToLower(std::string_view s);
 // "'x'" quoting used in messages (not for shells: see shell_quote.hpp).
 std::string Quoted(std::string_view s);
+// Text from a sandbox made safe for a terminal: control characters shown as cat -v does ("^[",
+// "^?"), tabs kept, and line breaks too when `lines`.
+std::string Printable(std::string_view s, bool lines = false);
 
 }  // namespace ss

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "config.hpp"
+#include "crossing.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "output.hpp"
@@ -19,6 +20,7 @@
 #include "ssh.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
+#include "transfer.hpp"
 #include "working_copy.hpp"
 
 namespace ss {
@@ -26,9 +28,27 @@ namespace {
 
 constexpr const char* kBackupDir = "/home/sandbox/.ss/sync-backups";
 
-// diff(1) of each path read from stdin (one a line): $1 is the source, $2 the copy.
+// diff(1) of each path read from stdin (one a line): $1 is the source, $2 the copy. A symbolic
+// link is shown by its target, a device, fifo or socket by what it is (apply refuses those and
+// links that leave the project), and a change of the executable bit as git shows it.
 constexpr const char* kDiffScript = R"sh(src=$1 copy=$2
+what() {
+  if [ -L "$1" ]; then printf 'symbolic link to %s' "$(readlink -- "$1")"
+  elif [ -f "$1" ]; then printf file
+  elif [ -d "$1" ]; then printf directory
+  elif [ -e "$1" ]; then printf 'special file (not applied)'
+  else printf none; fi
+}
 while IFS= read -r f; do
+  a=$(what "$src/$f") b=$(what "$copy/$f")
+  if [ "$a" != file ] && [ "$a" != none ] || [ "$b" != file ] && [ "$b" != none ]; then
+    printf -- '--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-%s\n+%s\n' "$f" "$f" "$a" "$b"
+    continue
+  fi
+  if [ "$a" = file ] && [ "$b" = file ]; then
+    ma=$(stat -c %a -- "$src/$f") mb=$(stat -c %a -- "$copy/$f")
+    [ "$ma" = "$mb" ] || printf 'mode change %s => %s %s\n' "$ma" "$mb" "$f"
+  fi
   diff -uN --label "a/$f" --label "b/$f" -- "$src/$f" "$copy/$f"
   [ $? -le 1 ] || exit 2
 done
@@ -59,14 +79,6 @@ ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, st
         {std::string(Trim(r.err)).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
   }
   return r;
-}
-
-bool SafeRelative(const std::string& path) {
-  if (path.empty() || path[0] == '/') return false;
-  for (const auto& part : Split(path, '/')) {
-    if (part == "..") return false;
-  }
-  return true;
 }
 
 std::string Plural(size_t n, std::string_view one, std::string_view many) {
@@ -266,64 +278,58 @@ std::string DiffStat(std::string_view diff) {
   return out;
 }
 
-void ApplyChanges(SshConnection& conn, const std::string& project,
-                  const std::vector<ItemizedChange>& changes, const std::string& host_dir) {
-  std::vector<std::string> files, deleted;
+CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
+                           const std::vector<ItemizedChange>& changes, const std::string& host_dir,
+                           const std::string& source) {
+  std::set<std::string> files;
+  std::vector<std::string> deleted;
+  CrossingReport report;
   for (const auto& c : changes) {
-    if (!SafeRelative(c.path)) {
-      throw Error(kExitDataErr, Cat("refusing to apply the path ", Quoted(c.path)));
+    auto parts = SafeComponents(c.path);
+    if (!parts || parts->empty()) {
+      report.refused.push_back({c.path, "an absolute name or one with '..'"});
+      continue;
     }
-    (c.deleting() ? deleted : files).push_back(c.path);
+    if (c.deleting()) {
+      deleted.push_back(c.path);
+    } else {
+      files.insert(Join(*parts, "/"));
+    }
   }
-  struct stat owner {};
-  if (::stat(host_dir.c_str(), &owner) != 0) {
-    throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": ", std::strerror(errno)));
+  if (!IsDirectory(host_dir)) {
+    throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": no such directory"));
   }
   if (!files.empty()) {
-    TempDir tmp;
-    std::string list = Cat(tmp.path(), "/list"), archive = Cat(tmp.path(), "/files.tar");
-    AtomicWrite(list, Join(files, std::string(1, '\0')) + std::string(1, '\0'), 0600);
-    int in = ::open(list.c_str(), O_RDONLY | O_CLOEXEC);
-    int out = ::open(archive.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (in < 0 || out < 0) {
-      if (in >= 0) ::close(in);
-      if (out >= 0) ::close(out);
-      throw Error(kExitIoErr, Cat("cannot write in ", tmp.path(), ": ", std::strerror(errno)));
-    }
-    StreamOptions so;
-    so.in_fd = in;
-    so.out_fd = out;
+    std::string list;
+    for (const auto& f : files) list += f + '\0';
     // POSIX format: times keep their nanoseconds, so an applied file matches its copy for the
     // next comparison (which is to the nanosecond).
-    int status = conn.ExecStream({"tar", "-C", CopyDir(project), "--format=posix", "-cf", "-",
-                                  "--null", "--verbatim-files-from", "-T", "-"},
-                                 so);
-    ::close(in);
-    ::close(out);
-    if (status != 0) {
-      throw Error(kExitRemote, Cat("cannot read the changed files of '", project,
-                                   "' (tar exited with status ", status, ")"));
+    ReceivedArchive archive(conn,
+                            {"tar", "-C", CopyDir(project), "--format=posix", "-cf", "-",
+                             "--no-recursion", "--null", "--verbatim-files-from", "-T", "-"},
+                            list);
+    if (archive.status() != 0) {
+      std::string said(Trim(archive.error()));
+      bool changing = said.find("No such file") != std::string::npos ||
+                      said.find("file changed as we read it") != std::string::npos;
+      throw Error(changing ? kExitTempFail : kExitRemote,
+                  changing ? Cat("the working copy of '", project, "' changed while it was read")
+                           : Cat("cannot read the changed files of '", project,
+                                 "' (tar exited with status ", archive.status(), ")"),
+                  {}, {changing ? Cat("nothing was applied; run ss apply ", project, " again")
+                                : said.empty() ? "see the sandbox's logs" : said});
     }
-    RunChecked({"tar", "-x", "-p", "--no-same-owner", "-f", archive, "-C", host_dir},
-               Cat("cannot write the changes into ", host_dir), {}, kExitIoErr);
-    if (::geteuid() == 0) {
-      // Root extracts as root: give the files to the project's owner, as the sandbox made them.
-      for (const auto& f : files) {
-        std::string path = f;
-        while (!path.empty()) {
-          (void)::lchown(Cat(host_dir, "/", path).c_str(), owner.st_uid, owner.st_gid);
-          auto slash = path.rfind('/');
-          path = slash == std::string::npos ? "" : path.substr(0, slash);
-        }
-      }
-    }
+    CrossingOptions options;
+    options.only = &files;
+    CrossingReport written = CrossInto(archive.fd(), archive.Index(source), host_dir, options);
+    report.written = std::move(written.written);
+    report.bytes = written.bytes;
+    report.refused.insert(report.refused.end(), written.refused.begin(), written.refused.end());
   }
   for (const auto& f : deleted) {
-    std::string path = Cat(host_dir, "/", f);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      throw Error(kExitIoErr, Cat("cannot delete ", path, ": ", std::strerror(errno)));
-    }
+    if (RemoveBeneath(host_dir, f)) report.written.push_back(f);
   }
+  return report;
 }
 
 }  // namespace ss

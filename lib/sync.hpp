@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "crossing.hpp"
+
 namespace ss {
 
 class Sandbox;
@@ -68,9 +70,12 @@ std::string CopyDiff(SshConnection& conn, const std::string& project,
 // git-style --stat lines of a unified diff: " path | 3 ++-" and the summary line.
 std::string DiffStat(std::string_view diff);
 
-// Copies the copy's created and modified files into `host_dir` (modes and times kept) and
-// removes there the files deleted in the copy; nothing else on the host is touched.
-void ApplyChanges(SshConnection& conn, const std::string& project,
-                  const std::vector<ItemizedChange>& changes, const std::string& host_dir);
+// Brings the copy's created and modified files into `host_dir` through crossing.hpp (modes
+// without setuid bits, times kept; links out of the project, device files and anything not asked
+// for are refused and listed) and removes there the files deleted in the copy, never following a
+// link; nothing else on the host is touched. `source` names the sandbox in messages.
+CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
+                           const std::vector<ItemizedChange>& changes, const std::string& host_dir,
+                           const std::string& source);
 
 }  // namespace ss

@@ -75,16 +75,33 @@ struct RemoteStat {
   int64_t size = 0;
 };
 
+std::optional<int64_t> Digits(const std::string& s, int base) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c >= '0' + base) return std::nullopt;
+    v = v * base + (c - '0');
+  }
+  return v;
+}
+
+// The sandbox's stat(1) answer, checked: it may say anything.
 RemoteStat StatRemote(SshConnection& conn, const std::string& path) {
   ExecResult r = conn.Exec({"sh", "-c", kStat, "ss-stat", path});
   RemoteStat s;
   if (r.status != 0) return s;
   auto w = Split(std::string(Trim(r.out)), ' ');
-  if (w.size() != 4) return s;
+  auto mode = w.size() == 4 ? Digits(w[1], 8) : std::nullopt;
+  auto mtime = w.size() == 4 ? Digits(w[2], 10) : std::nullopt;
+  auto size = w.size() == 4 ? Digits(w[3], 10) : std::nullopt;
+  if (!mode || !mtime || !size || w[0].size() != 1 || std::string("fdo").find(w[0][0]) == std::string::npos) {
+    throw Error(kExitRemote, Cat("the sandbox's stat answered something ss does not understand about ",
+                                 path, ": ", Quoted(std::string(Trim(r.out)).substr(0, 80))));
+  }
   s.type = w[0][0];
-  s.mode = static_cast<mode_t>(std::stoul(w[1], nullptr, 8));
-  s.mtime = std::stoll(w[2]);
-  s.size = std::stoll(w[3]);
+  s.mode = static_cast<mode_t>(*mode & 07777);
+  s.mtime = *mtime;
+  s.size = *size;
   return s;
 }
 
@@ -152,78 +169,107 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
   return result;
 }
 
-TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local) {
-  std::string source = Strip(remote);
-  RemoteStat there = StatRemote(conn, source);
-  if (!there.type) {
-    throw Error(kExitNoInput, Cat("no such file or directory in the sandbox: ", source));
-  }
-  if (there.type == 'o') {
-    throw Error(kExitDataErr, Cat(source, " in the sandbox is neither a file nor a directory"));
-  }
-  TransferResult result;
-  result.directory = there.type == 'd';
-  std::string target = Strip(local);
-  if (local.back() == '/' || IsDirectory(target)) {
-    target = Cat(target == "/" ? "" : target, "/", Basename(source));
-  }
-  result.destination = target;
-  struct stat st {};
-  bool exists = ::stat(target.c_str(), &st) == 0;
-  if (result.directory && exists && !S_ISDIR(st.st_mode)) {
-    throw Error(kExitCantCreate, Cat("cannot copy directory ", source, " over the file ", target));
-  }
-  if (!result.directory && exists && S_ISDIR(st.st_mode)) {
-    throw Error(kExitCantCreate, Cat("cannot copy file ", source, " over the directory ", target));
-  }
+ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::string>& tar_argv,
+                                 const std::optional<std::string>& input) {
+  std::string archive = Cat(tmp_.path(), "/archive.tar"), err = Cat(tmp_.path(), "/stderr");
+  fd_ = OpenOrThrow(archive, O_RDWR | O_CREAT | O_EXCL);
+  FdCloser err_fd(OpenOrThrow(err, O_RDWR | O_CREAT | O_EXCL));
+  std::optional<FdCloser> in;
   StreamOptions so;
   so.in_fd = -1;
-  if (result.directory) {
-    TempDir tmp;
-    std::string archive = Cat(tmp.path(), "/tree.tar");
-    {
-      FdCloser out(OpenOrThrow(archive, O_WRONLY | O_CREAT | O_TRUNC));
-      so.out_fd = out.get();
-      int status = conn.ExecStream({"tar", "-c", "-f", "-", "-C", source, "."}, so);
-      if (status != 0) {
-        throw Error(kExitRemote,
-                    Cat("cannot read ", source, " in the sandbox (status ", status, ")"));
-      }
-    }
-    struct stat ast {};
-    ::stat(archive.c_str(), &ast);
-    result.bytes = ast.st_size;
-    MakeDirs(target, 0755);
-    RunChecked({"tar", "-x", "-p", "--no-same-owner", "-f", archive, "-C", target},
-               Cat("cannot write into ", target), {}, kExitIoErr);
-    return result;
+  if (input) {
+    std::string list = Cat(tmp_.path(), "/stdin");
+    AtomicWrite(list, *input, 0600);
+    in.emplace(OpenOrThrow(list, O_RDONLY));
+    so.in_fd = in->get();
   }
-  std::string dir = Dirname(target);
-  MakeDirs(dir, 0755);
-  std::string tmp = Cat(dir, "/.ss-pull.", ::getpid(), ".", Basename(target));
+  so.out_fd = fd_;
+  so.err_fd = err_fd.get();
   try {
-    {
-      FdCloser out(OpenOrThrow(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_EXCL, 0600));
-      so.out_fd = out.get();
-      int status = conn.ExecStream({"cat", "--", source}, so);
-      if (status != 0) {
-        throw Error(kExitRemote,
-                    Cat("cannot read ", source, " in the sandbox (status ", status, ")"));
-      }
-      if (::fchmod(out.get(), there.mode) != 0 || ::fsync(out.get()) != 0) {
-        throw Error(kExitIoErr, Cat("cannot write ", tmp, ": ", std::strerror(errno)));
-      }
-    }
-    struct timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(there.mtime), 0}};
-    ::utimensat(AT_FDCWD, tmp.c_str(), times, 0);
-    if (::rename(tmp.c_str(), target.c_str()) != 0) {
-      throw Error(kExitIoErr, Cat("cannot write ", target, ": ", std::strerror(errno)));
-    }
+    status_ = conn.ExecStream(tar_argv, so);
+    error_ = ReadFile(err);
   } catch (...) {
-    ::unlink(tmp.c_str());
+    ::close(fd_);
     throw;
   }
-  result.bytes = there.size;
+}
+
+ReceivedArchive::~ReceivedArchive() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+const std::vector<TarEntry>& ReceivedArchive::Index(const std::string& source) {
+  if (!entries_) entries_ = IndexTar(fd_, source);
+  return *entries_;
+}
+
+TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local,
+                    const std::string& source) {
+  std::string path = Strip(remote);
+  if (path == "/") {
+    throw Error(kExitUsage, "cannot pull the whole sandbox ('/')", {},
+                {"name a file or directory in it"});
+  }
+  std::string name = Basename(path);
+  ReceivedArchive archive(
+      conn, {"tar", "-C", Dirname(path), "--format=posix", "-cf", "-", "--", name});
+  std::string said = std::string(Trim(archive.error()));
+  if (archive.status() != 0) {
+    if (said.find("No such file or directory") != std::string::npos) {
+      throw Error(kExitNoInput, Cat("no such file or directory in the sandbox: ", path));
+    }
+    if (said.find("file changed as we read it") != std::string::npos) {
+      throw Error(kExitTempFail, Cat(path, " in the sandbox changed while it was read"), {},
+                  {"try again once it stops changing"});
+    }
+    throw Error(kExitRemote,
+                Cat("cannot read ", path, " in the sandbox (tar exited with status ",
+                    archive.status(), ")"),
+                {}, {said.empty() ? "see the sandbox's logs" : said});
+  }
+  std::vector<TarEntry> entries = archive.Index(source);
+  auto top = entries.empty() ? std::nullopt : SafeComponents(entries.front().path);
+  if (!top || top->size() != 1 || (*top)[0] != name) {
+    throw Error(kExitRemote, Cat(source, " sent an archive that does not start with ", Quoted(name)),
+                {}, {"nothing was written on the host; the sandbox's tar may have been replaced"});
+  }
+  const TarEntry& first = entries.front();
+  if (first.type == TarEntry::kSymlink) {
+    throw Error(kExitDataErr,
+                Cat(path, " in the sandbox is a symbolic link to ", Quoted(first.link)), {},
+                {"pull what it points to"});
+  }
+  if (first.type != TarEntry::kFile && first.type != TarEntry::kDirectory) {
+    throw Error(kExitDataErr, Cat(path, " in the sandbox is neither a file nor a directory"));
+  }
+  TransferResult result;
+  result.directory = first.type == TarEntry::kDirectory;
+  if (!result.directory) entries.resize(1);
+  std::string target = Strip(local);
+  if (local.back() == '/' || IsDirectory(target)) {
+    target = Cat(target == "/" ? "" : target, "/", name);
+  }
+  result.destination = target;
+  std::string parent = Dirname(target);
+  if (!IsDirectory(parent)) {
+    throw Error(kExitNoInput, Cat("cannot write ", target, ": no such directory ", parent), {},
+                {Cat("make it first (mkdir -p ", parent, "), or name another destination")});
+  }
+  struct stat st {};
+  bool exists = ::lstat(target.c_str(), &st) == 0;
+  if (result.directory && exists && !S_ISDIR(st.st_mode)) {
+    throw Error(kExitCantCreate, Cat("cannot copy directory ", path, " over the file ", target));
+  }
+  if (!result.directory && exists && S_ISDIR(st.st_mode)) {
+    throw Error(kExitCantCreate, Cat("cannot copy file ", path, " over the directory ", target));
+  }
+  CrossingOptions options;
+  options.rename_from = name;
+  options.rename_to = Basename(target);
+  options.scope_depth = 1;
+  CrossingReport report = CrossInto(archive.fd(), entries, parent, options);
+  result.bytes = report.bytes;
+  result.refused = std::move(report.refused);
   return result;
 }
 

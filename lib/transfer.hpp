@@ -5,10 +5,20 @@
 // mode and modification time; an existing file is replaced (written beside it, then renamed
 // over it), directories are merged into an existing one. Relative remote paths are relative to
 // `remote_base` (the project's directory in the sandbox).
+//
+// What comes out of the sandbox crosses as a tar archive through crossing.hpp: a pull writes
+// only the file or tree asked for, beneath the destination's existing parent, without setuid
+// bits, device files or links that lead out of it (those are refused and listed).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "crossing.hpp"
+#include "fs.hpp"
+#include "tar_index.hpp"
 
 namespace ss {
 
@@ -17,13 +27,38 @@ class SshConnection;
 struct TransferResult {
   std::string destination;  // the path written
   bool directory = false;
-  int64_t bytes = 0;  // bytes sent (a tar stream for directories)
+  int64_t bytes = 0;              // bytes sent (a tar stream for directories), or file data pulled
+  std::vector<Refusal> refused;   // pull: entries not written
+};
+
+// What a tar run in the sandbox writes to its stdout, kept in a private temporary file and
+// indexed (untrusted; tar_index.hpp). `input` is the command's stdin.
+class ReceivedArchive {
+ public:
+  ReceivedArchive(SshConnection& conn, const std::vector<std::string>& tar_argv,
+                  const std::optional<std::string>& input = std::nullopt);
+  ReceivedArchive(const ReceivedArchive&) = delete;
+  ~ReceivedArchive();
+  int status() const { return status_; }       // tar's exit status
+  const std::string& error() const { return error_; }  // what it said on stderr
+  // The entries; throws ss::Error(255) naming `source` when the archive is malformed.
+  const std::vector<TarEntry>& Index(const std::string& source);
+  int fd() const { return fd_; }
+
+ private:
+  TempDir tmp_;
+  int fd_ = -1;
+  int status_ = 0;
+  std::string error_;
+  std::optional<std::vector<TarEntry>> entries_;
 };
 
 // "/abs" stays; "rel" becomes remote_base + "/rel"; "" or "." is remote_base itself.
 std::string RemotePath(const std::string& path, const std::string& remote_base);
 
 TransferResult Push(SshConnection& conn, const std::string& local, const std::string& remote);
-TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local);
+// `source` names the sandbox in messages ("sandbox 'box'").
+TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local,
+                    const std::string& source);
 
 }  // namespace ss

@@ -140,6 +140,17 @@ std::string Count(size_t n, std::string_view one, std::string_view many) {
   return Cat(n, " ", n == 1 ? one : many);
 }
 
+std::string SandboxLabel(Connection& c) { return Cat("sandbox '", c.sandbox().name(), "'"); }
+
+// What the crossing refused, on stderr; 1 when there was any (the rest was written).
+int ReportRefused(const std::vector<Refusal>& refused, std::string_view fate) {
+  if (refused.empty()) return 0;
+  Warn(Cat("refused ", Count(refused.size(), "entry", "entries"), " from the sandbox (", fate,
+           "):"));
+  for (const auto& r : refused) Note(Cat("  ", Printable(r.path), ": ", Printable(r.why)));
+  return kExitFailure;
+}
+
 int Sync(const Options& o, const Config& config) {
   if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
   std::string project = RequireProject(o.words.size() == 2 ? o.words[1] : o.project, "sync");
@@ -203,7 +214,7 @@ int Diff(const Options& o, const Config& config) {
   auto changes = CopyChanges(c.Get(), project);
   std::string diff = CopyDiff(c.Get(), project, changes);
   if (diff.empty()) return 0;
-  std::cout << (o.stat ? DiffStat(diff) : diff);
+  std::cout << Printable(o.stat ? DiffStat(diff) : diff, true);
   return 0;
 }
 
@@ -229,10 +240,10 @@ int Apply(const Options& o, const Config& config) {
     std::cout << "Cancelled.\n";
     return 0;
   }
-  ApplyChanges(c.Get(), project, changes, host_dir);
-  std::cout << "Applied " << Count(changes.size(), "change", "changes") << " to "
-            << DisplayPath(host_dir) << ".\n";
-  return 0;
+  CrossingReport r = ApplyChanges(c.Get(), project, changes, host_dir, SandboxLabel(c));
+  std::cout << "Applied " << Count(changes.size() - r.refused.size(), "change", "changes")
+            << " to " << DisplayPath(host_dir) << ".\n";
+  return ReportRefused(r.refused, "left as they are on the host");
 }
 
 std::string RemoteBase(const Options& o, const Config& config, Connection& c) {
@@ -254,11 +265,11 @@ int Transfer(const Options& o, const Config& config) {
   Connection c(o, config);
   std::string base = RemoteBase(o, config, c);
   TransferResult r = push ? Push(c.Get(), o.words[1], RemotePath(o.words[2], base))
-                          : Pull(c.Get(), RemotePath(o.words[1], base), o.words[2]);
+                          : Pull(c.Get(), RemotePath(o.words[1], base), o.words[2], SandboxLabel(c));
   std::cout << (push ? "Pushed " : "Pulled ") << (r.directory ? "directory " : "")
             << (push ? o.words[1] : RemotePath(o.words[1], base)) << " to "
             << (push ? "sandbox:" : "") << r.destination << "\n";
-  return 0;
+  return ReportRefused(r.refused, "not written");
 }
 
 const std::vector<std::string>& Commands() {

@@ -1,0 +1,63 @@
+// The one way bytes from a sandbox land on the host (apply, pull). An archive the sandbox sent
+// (indexed by tar_index.hpp, trusted in nothing) is written beneath a destination directory:
+//
+// - every name is resolved one component at a time from the destination with O_NOFOLLOW, so a
+//   symbolic link on the host (one an earlier apply wrote, or a swap in between) is never
+//   followed; absolute names, '..' and empty names are refused;
+// - regular files are written beside their name and renamed over it, so a link or a hard link
+//   already there is replaced, never written through;
+// - symbolic links are written only when their target stays inside `scope`; device nodes, fifos,
+//   sockets and hard links are refused; every refusal is listed, the rest is written;
+// - setuid, setgid and sticky bits are dropped and the user's umask applies; under root, what is
+//   written is given to the destination's owner;
+// - nothing is created above the destination: the caller names an existing directory.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tar_index.hpp"
+
+namespace ss {
+
+struct CrossingOptions {
+  // Entries whose first component is rename_from are written under rename_to instead (a pulled
+  // file or directory taking the name the user gave it); others are refused.
+  std::optional<std::string> rename_from, rename_to;
+  // When set, only these paths are written (what apply asked for); others are refused.
+  const std::set<std::string>* only = nullptr;
+  // How many leading components a symbolic link may not climb out of: 0 keeps links inside the
+  // destination, 1 inside the top directory written (a pulled tree).
+  int scope_depth = 0;
+};
+
+struct Refusal {
+  std::string path;  // as the archive named it
+  std::string why;   // "a symbolic link to '/etc' (outside the project)"
+};
+
+struct CrossingReport {
+  std::vector<std::string> written;  // paths below the destination, after renaming
+  std::vector<Refusal> refused;
+  int64_t bytes = 0;  // file data written
+};
+
+// Writes the entries of the archive in `archive_fd` beneath the existing directory `dest`.
+// Throws ss::Error(74) when the host refuses a write, 66 when `dest` does not exist.
+CrossingReport CrossInto(int archive_fd, const std::vector<TarEntry>& entries,
+                         const std::string& dest, const CrossingOptions& options);
+
+// Removes the file (or symbolic link) `path` below `dest` without following any link on the
+// way; a directory is left alone. False when it was not there.
+bool RemoveBeneath(const std::string& dest, const std::string& path);
+
+// The components of a name from the sandbox, or nullopt when it is absolute, has '..' or a NUL,
+// or names nothing ("./" and "." components are dropped).
+std::optional<std::vector<std::string>> SafeComponents(const std::string& path);
+
+}  // namespace ss
