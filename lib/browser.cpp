@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <tuple>
 
 #include "box.hpp"
@@ -263,17 +262,21 @@ CdpInfo DetectCdp(int port, std::chrono::milliseconds timeout) {
 }
 
 std::optional<AgentVersion> ParseAgentVersion(std::string_view output) {
-  static const std::regex re(R"(^\s*v?(\d+)\.(\d+)\.(\d+))");
-  std::string s(output);
-  std::smatch m;
-  if (!std::regex_search(s, m, re)) return std::nullopt;
+  std::string_view s = output;
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s[0]))) s.remove_prefix(1);
+  if (!s.empty() && s[0] == 'v') s.remove_prefix(1);
   AgentVersion v;
-  try {
-    v.major = std::stoi(m[1]);
-    v.minor = std::stoi(m[2]);
-    v.patch = std::stoi(m[3]);
-  } catch (const std::exception&) {
-    return std::nullopt;
+  int* fields[3] = {&v.major, &v.minor, &v.patch};
+  for (int i = 0; i < 3; ++i) {
+    size_t n = 0;
+    while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+    if (n == 0 || n > 9) return std::nullopt;
+    *fields[i] = std::stoi(std::string(s.substr(0, n)));
+    s.remove_prefix(n);
+    if (i < 2) {
+      if (s.empty() || s[0] != '.') return std::nullopt;
+      s.remove_prefix(1);
+    }
   }
   v.text = Cat(v.major, ".", v.minor, ".", v.patch);
   return v;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <regex>
 #include <set>
 
 #include "error.hpp"
@@ -17,6 +16,9 @@
 #include "suggest.hpp"
 
 namespace ss {
+
+bool IsSandboxName(std::string_view name) { return NameOf(name, "a-z", "a-z0-9-", 63); }
+
 namespace {
 
 int64_t MinCpus() { return 2; }
@@ -241,15 +243,13 @@ std::vector<KeySpec> BuildSchema() {
   return s;
 }
 
-const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
-
 bool MatchPattern(std::string_view pattern, std::string_view key, bool* bad_name) {
   auto p = Split(pattern, '.');
   auto k = Split(key, '.');
   if (p.size() != k.size()) return false;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == "*") {
-      if (!std::regex_match(k[i], kSandboxName)) *bad_name = true;
+      if (!IsSandboxName(k[i])) *bad_name = true;
       continue;
     }
     if (p[i] != k[i]) return false;
@@ -289,9 +289,10 @@ std::optional<bool> ParseBool(std::string_view text) {
 }
 
 std::optional<int64_t> ParseInt(std::string_view text) {
-  static const std::regex re("^[+-]?[0-9]{1,15}$");
   std::string t(text);
-  if (!std::regex_match(t, re)) return std::nullopt;
+  std::string_view digits = t;
+  if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) digits.remove_prefix(1);
+  if (digits.empty() || digits.size() > 15 || !OnlyChars(digits, "0-9")) return std::nullopt;
   return std::stoll(t);
 }
 
@@ -510,10 +511,9 @@ size_t ScalarEnd(const std::string& text, size_t pos, bool flow) {
 std::string YamlScalar(const Json& v) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    static const std::regex plain("^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+ -]*$");
     bool looks_special =
         ParseBool(s) || ParseInt(s) || s == "null" || s == "~" || (!s.empty() && s.back() == ' ');
-    if (!s.empty() && std::regex_match(s, plain) && !looks_special) return s;
+    if (NameOf(s, "A-Za-z0-9_./@+-", "A-Za-z0-9_./@+ -", s.size()) && !looks_special) return s;
     return Json(s).dump();  // a JSON string is a valid YAML double-quoted scalar
   }
   return v.dump();

@@ -17,6 +17,9 @@
 
 namespace ss {
 
+// A sandbox's name: lowercase letters, digits and '-', starting with a letter, at most 63.
+bool IsSandboxName(std::string_view name);
+
 enum class ValueType { kInt, kSize, kBool, kString, kEnum, kStringList };
 
 struct KeySpec {

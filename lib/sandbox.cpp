@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <regex>
 #include <thread>
 
 #include "backend_qemu.hpp"
@@ -23,8 +22,6 @@
 
 namespace ss {
 namespace {
-
-const std::regex kSandboxName("^[a-z][a-z0-9-]{0,62}$");
 
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
 
@@ -52,7 +49,7 @@ Error CouldNotConnect(const std::string& why) {
 }
 
 void ValidateSandboxName(const std::string& name) {
-  if (!std::regex_match(name, kSandboxName)) {
+  if (!IsSandboxName(name)) {
     throw Error(kExitDataErr,
                 Cat("invalid sandbox name '", name,
                     "': use lowercase letters, numbers and hyphens, starting with a letter"));
@@ -73,7 +70,7 @@ std::string ResolveSandboxName(const std::string& flag) {
 std::vector<std::string> KnownSandboxes() {
   std::vector<std::string> out;
   for (auto& name : ListDir(SandboxesDir())) {
-    if (std::regex_match(name, kSandboxName) &&
+    if (IsSandboxName(name) &&
         PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"))) {
       out.push_back(std::move(name));
     }

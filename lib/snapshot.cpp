@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <regex>
 
 #include "error.hpp"
 #include "output.hpp"
@@ -12,7 +11,6 @@
 namespace ss {
 namespace {
 
-const std::regex kSnapshotName("^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$");
 
 bool Has(const std::vector<Snapshot>& snapshots, const std::string& name) {
   return std::any_of(snapshots.begin(), snapshots.end(),
@@ -38,7 +36,7 @@ std::vector<Snapshot> RequireSnapshot(Sandbox& sandbox, const std::string& name)
 std::optional<std::string> SnapshotNameProblem(const std::string& name) {
   if (name.empty()) return "it is empty";
   if (name.size() > 63) return "it is longer than 63 characters";
-  if (!std::regex_match(name, kSnapshotName)) {
+  if (!NameOf(name, "A-Za-z0-9", "A-Za-z0-9._-", 63)) {
     return "use letters, digits, '.', '_' and '-', starting with a letter or digit";
   }
   return std::nullopt;

@@ -67,4 +67,27 @@ std::string Printable(std::string_view s, bool lines) {
   return out;
 }
 
+bool OnlyChars(std::string_view s, std::string_view chars) {
+  auto allowed = [&](char c) {
+    for (size_t i = 0; i < chars.size(); ++i) {
+      if (i + 2 < chars.size() && chars[i + 1] == '-') {
+        if (c >= chars[i] && c <= chars[i + 2]) return true;
+        i += 2;
+      } else if (c == chars[i]) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (char c : s) {
+    if (!allowed(c)) return false;
+  }
+  return true;
+}
+
+bool NameOf(std::string_view s, std::string_view first, std::string_view rest, size_t max) {
+  return !s.empty() && s.size() <= max && OnlyChars(s.substr(0, 1), first) &&
+         OnlyChars(s.substr(1), rest);
+}
+
 }  // namespace ss

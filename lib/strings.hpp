@@ -25,5 +25,10 @@ std::string Quoted(std::string_view s);
 // Text from a sandbox made safe for a terminal: control characters shown as cat -v does ("^[",
 // "^?"), tabs kept, and line breaks too when `lines`.
 std::string Printable(std::string_view s, bool lines = false);
+// Whether every character of `s` is one of `chars`, where "a-z" is a range and a '-' at either
+// end is itself. Linear, for names of any length (std::regex recurses per character).
+bool OnlyChars(std::string_view s, std::string_view chars);
+// Whether `s` is 1 to `max` characters, the first one of `first`, the others of `rest`.
+bool NameOf(std::string_view s, std::string_view first, std::string_view rest, size_t max);
 
 }  // namespace ss

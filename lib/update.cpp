@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 
 #include "config.hpp"
 #include "digest.hpp"
@@ -27,7 +26,6 @@ namespace ss {
 namespace {
 
 constexpr auto kCheckInterval = std::chrono::hours(24);
-const std::regex kToolName("^ss-[a-z][a-z0-9-]*$");
 
 std::string FeedUrl(const std::string& feed, std::string_view rest) {
   std::string base = feed;
@@ -65,7 +63,9 @@ void Walk(const std::string& dir, const std::string& rel, std::vector<std::strin
 
 bool IsReleaseFile(const std::string& rel) {
   if (rel == "bin/ss") return true;
-  return rel.rfind("libexec/ss/", 0) == 0 && std::regex_match(rel.substr(11), kToolName);
+  std::string_view tool = std::string_view(rel).substr(rel.rfind("libexec/ss/", 0) == 0 ? 11 : 0);
+  return rel.rfind("libexec/ss/ss-", 0) == 0 &&
+         NameOf(tool.substr(3), "a-z", "a-z0-9-", tool.size());
 }
 
 // Copies src to dst (created 0755, synced); throws ss::Error(74).
@@ -113,16 +113,29 @@ bool IsNewer(const std::string& candidate) {
 }  // namespace
 
 std::optional<SemVer> ParseSemVer(std::string_view text) {
-  static const std::regex re(
-      R"(^v?(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$)");
-  std::smatch m;
-  std::string s(Trim(text));
-  if (!std::regex_match(s, m, re)) return std::nullopt;
+  std::string_view s = Trim(text);
+  if (!s.empty() && s[0] == 'v') s.remove_prefix(1);
+  if (auto plus = s.find('+'); plus != std::string_view::npos) {
+    if (!NameOf(s.substr(plus + 1), "0-9A-Za-z.-", "0-9A-Za-z.-", s.size())) return std::nullopt;
+    s = s.substr(0, plus);
+  }
   SemVer v;
-  v.major = std::stoi(m[1]);
-  v.minor = std::stoi(m[2]);
-  v.patch = std::stoi(m[3]);
-  v.pre = m[4];
+  if (auto dash = s.find('-'); dash != std::string_view::npos) {
+    v.pre = std::string(s.substr(dash + 1));
+    if (!NameOf(v.pre, "0-9A-Za-z.-", "0-9A-Za-z.-", v.pre.size())) return std::nullopt;
+    s = s.substr(0, dash);
+  }
+  auto parts = Split(s, '.');
+  if (parts.size() != 3) return std::nullopt;
+  int* fields[3] = {&v.major, &v.minor, &v.patch};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string& p = parts[i];
+    // No leading zeros, at most nine digits.
+    if (p.empty() || p.size() > 9 || !OnlyChars(p, "0-9") || (p.size() > 1 && p[0] == '0')) {
+      return std::nullopt;
+    }
+    *fields[i] = std::stoi(p);
+  }
   return v;
 }
 

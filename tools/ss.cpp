@@ -13,7 +13,6 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "dispatch.hpp"
@@ -70,7 +69,10 @@ const std::set<std::string> kIproute2Words = {
     "state",  "exclude", "excl",      "dst", "src", "dport", "sport", "dev",
     "fwmark", "cgroup",  "autobound", "not", "and", "or",    "(",     "!"};
 
-const std::regex kProjectName("^[a-z][a-z0-9-]{1,49}$");
+// What may name a project: ^[a-z][a-z0-9-]{1,49}$.
+bool ProjectNameLike(std::string_view name) {
+  return name.size() >= 2 && NameOf(name, "a-z", "a-z0-9-", 50);
+}
 
 std::string RealPath(const std::string& path) {
   char buf[PATH_MAX];
@@ -163,7 +165,7 @@ std::optional<std::string> FindOtherSs() {
 
 bool ProjectExists(const std::string& name) {
   try {
-    return std::regex_match(name, kProjectName) && IsDirectory(Cat(ProjectsDir(), "/", name));
+    return ProjectNameLike(name) && IsDirectory(Cat(ProjectsDir(), "/", name));
   } catch (const Error&) {
     return false;
   }
@@ -276,7 +278,7 @@ int Complete(const std::vector<std::string>& words) {
     DIR* d = ::opendir(ProjectsDir().c_str());
     if (d) {
       while (dirent* e = ::readdir(d)) {
-        if (std::regex_match(e->d_name, kProjectName)) std::cout << e->d_name << "\n";
+        if (ProjectNameLike(e->d_name)) std::cout << e->d_name << "\n";
       }
       ::closedir(d);
     }
@@ -358,7 +360,7 @@ int Dispatch(int argc, char** argv) {
     if (kIproute2Words.count(first))
       PassToIproute2(argv, Cat("'", first, "' is not an ss command"));
     auto guess = Suggest(first, VerbNames());
-    if (guess || !std::regex_match(first, kProjectName)) {
+    if (guess || !ProjectNameLike(first)) {
       std::vector<std::string> details;
       if (guess) details.push_back(Cat("Did you mean '", *guess, "'?"));
       Error e(kExitUsage, Cat("'", first, "' is not an ss command. See 'ss --help'."), details);

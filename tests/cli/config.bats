@@ -238,3 +238,18 @@ hint: edit $CFG, or see ss-config(5) for every key"
     assert_output "lxd"
   done
 }
+
+@test "a value of any length is written and read back whole; a long name is refused, not a crash" {
+  long=$(printf 'claude --flag-%05d ' $(seq 3000))
+  [ "${#long}" -gt 30000 ]
+  run ss config set agent.command "$long"
+  assert_success
+  run ss config get agent.command
+  assert_success
+  assert_output "${long% }"
+  name=$(printf 'a%.0s' $(seq 30000))
+  run --separate-stderr ss config set "sandboxes.$name.backend" docker
+  assert_failure 64
+  run --separate-stderr ss "$name"
+  [ "$status" -ne 0 ] && [ "$status" -lt 128 ]
+}
