@@ -355,6 +355,7 @@ Json ConvertNode(const KeySpec& spec, std::string_view key, const YAML::Node& ke
       if (!item.IsScalar()) FileError(file, item.Mark(), Cat(key, ": list items must be strings"));
       out.push_back(item.Scalar());
     }
+    if (auto bad = CheckValue(spec, out)) FileError(file, node.Mark(), Cat(key, ": ", *bad));
     return out;
   }
   if (!node.IsScalar()) FileError(file, node.Mark(), Cat(key, ": expected ", TypeWord(spec)));
@@ -364,6 +365,48 @@ Json ConvertNode(const KeySpec& spec, std::string_view key, const YAML::Node& ke
   if (value.is_null()) FileError(file, node.Mark(), Cat(key, ": ", problem));
   if (auto bad = CheckValue(spec, value)) FileError(file, node.Mark(), Cat(key, ": ", *bad));
   return value;
+}
+
+// Where a quoted scalar that starts at `pos` ends (just past its closing quote), or npos when the
+// file ends first (yaml-cpp takes the rest of the file as the string).
+size_t QuotedEnd(const std::string& text, size_t pos) {
+  char q = text[pos];
+  for (size_t i = pos + 1; i < text.size(); ++i) {
+    if (q == '"' && text[i] == '\\') {
+      ++i;
+    } else if (text[i] == q) {
+      if (q == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;
+        continue;
+      }
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
+
+// What yaml-cpp lets through and ss-config(5) refuses: tags, and a quote never closed.
+void CheckStrict(const YAML::Node& node, const std::string& file, const std::string& text) {
+  if (!node.IsDefined() || node.IsNull()) return;
+  const std::string& tag = node.Tag();
+  if (!tag.empty() && tag != "?" && tag != "!") {
+    FileError(file, node.Mark(), Cat("invalid YAML: the tag ", Quoted(tag), " is not supported"));
+  }
+  if (node.IsScalar() && tag == "!") {
+    size_t pos = static_cast<size_t>(std::max(0, node.Mark().pos));
+    if (pos < text.size() && (text[pos] == '"' || text[pos] == '\'') &&
+        QuotedEnd(text, pos) == std::string::npos) {
+      FileError(file, node.Mark(), "invalid YAML: this quoted string is never closed");
+    }
+  }
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      CheckStrict(it->first, file, text);
+      CheckStrict(it->second, file, text);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) CheckStrict(item, file, text);
+  }
 }
 
 void Walk(const YAML::Node& node, const std::string& prefix, const std::string& file,
@@ -759,17 +802,26 @@ std::string DescribeRange(const KeySpec& spec) {
   return Cat(fmt(spec.min()), " .. ", fmt(spec.max()), note);
 }
 
-std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value) {
+std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
+                                      std::string_view as_written) {
   if ((spec.type == ValueType::kInt || spec.type == ValueType::kSize) && spec.min && spec.max) {
     int64_t v = value.get<int64_t>();
     if (v < spec.min() || v > spec.max()) {
-      std::string shown = spec.type == ValueType::kSize ? FormatSizeConfig(v) : std::to_string(v);
+      std::string shown = !as_written.empty()               ? std::string(as_written)
+                          : spec.type == ValueType::kSize ? FormatSizeConfig(v)
+                                                          : std::to_string(v);
       return Cat(shown, " is out of range; valid: ", DescribeRange(spec));
     }
   }
   if (spec.type == ValueType::kStringList) {
+    bool names = spec.key == "secrets" || spec.key == "sandboxes.*.secrets";
     for (const auto& item : value) {
-      if (item.get<std::string>().empty()) return std::string("list items must not be empty");
+      const std::string& s = item.get_ref<const std::string&>();
+      if (s.empty()) return std::string("list items must not be empty");
+      if (names && !NameOf(s, "A-Za-z_", "A-Za-z0-9_", s.size())) {
+        return Cat(Quoted(s), " is not an environment variable name (letters, digits and '_', "
+                              "not starting with a digit)");
+      }
     }
   }
   return std::nullopt;
@@ -792,7 +844,7 @@ Json ParseValueText(const KeySpec& spec, std::string_view key, std::string_view 
       throw Error(kExitDataErr, Cat("invalid value for ", key, ": ", problem), {}, hints);
     }
   }
-  if (auto bad = CheckValue(spec, value)) {
+  if (auto bad = CheckValue(spec, value, spec.type == ValueType::kStringList ? "" : Trim(text))) {
     throw Error(kExitDataErr, Cat("invalid value for ", key, ": ", *bad));
   }
   return value;
@@ -842,10 +894,15 @@ Config Config::Parse(std::string_view text_view, const std::string& path) {
   std::string text(text_view);
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      FileError(path, docs[1].Mark(), "invalid YAML: a second document ('---'); the file holds one");
+    }
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
     FileError(path, e.mark, Cat("invalid YAML: ", e.msg));
   }
+  CheckStrict(root, path, text);
   if (root.IsNull()) return c;  // an empty file is all defaults
   if (!root.IsMap()) FileError(path, root.Mark(), "expected a mapping of keys (such as 'vm:')");
   Walk(root, "", path, text, c.values_);
@@ -966,6 +1023,18 @@ std::pair<std::string, Json> SetConfigValue(const std::string& path, std::string
     edited = Rewrite(original, parts, ToYaml(*spec, value));
     if (Config::Parse(*edited, path).Get(canonical) != value) {
       throw Error(kExitSoftware, Cat("internal: could not write ", canonical, " to ", path));
+    }
+  }
+  // Whatever way the text was edited, only this key may have changed.
+  if (!original_error) {
+    auto before = Config::Parse(original, path).Entries(false);
+    auto after = Config::Parse(*edited, path).Entries(false);
+    std::map<std::string, Json> want(before.begin(), before.end());
+    want[canonical] = value;
+    if (std::map<std::string, Json>(after.begin(), after.end()) != want) {
+      throw Error(kExitSoftware,
+                  Cat("internal: setting ", canonical, " would change other keys in ", path,
+                      "; the file was left as it was"));
     }
   }
   AtomicWrite(path, *edited, 0644);

@@ -47,7 +47,9 @@ std::vector<std::string> ValidKeyNames();
 Error UnknownKeyError(std::string_view key);
 
 // Checks one value; on failure returns the problem ("must be between 2 and 8 (host cores)").
-std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value);
+// `as_written` (the user's text, when there was one) names the value in the message.
+std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
+                                      std::string_view as_written = {});
 // Parses command-line text for a key ("16gb" → bytes, "true", "a,b" → list). Throws ss::Error.
 Json ParseValueText(const KeySpec& spec, std::string_view key, std::string_view text);
 // The config-file form of a value: "16GB", "true", "a, b".

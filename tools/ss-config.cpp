@@ -51,7 +51,19 @@ Options ParseArgs(const Args& args) {
   po::positional_options_description pos;
   pos.add("words", -1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  // The value of `set KEY VALUE` is taken as written, also when it starts with '-' ("-1GB").
+  Args words_first = args;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].empty() || args[i][0] != '-') at.push_back(i);
+    if (at.size() == 2 && args[at[0]] == "set" && i + 1 < args.size() && i == at[1] &&
+        args[i + 1].size() > 1 && args[i + 1][0] == '-' && args[i + 1] != "--json" &&
+        args[i + 1] != "--help" && args[i + 1] != "-h" && args[i + 1] != "--") {
+      words_first.insert(words_first.begin() + static_cast<long>(i + 1), "--");
+      break;
+    }
+  }
+  po::store(po::command_line_parser(words_first).options(desc).positional(pos).run(), vm);
   Options o;
   o.json = vm.count("json") > 0;
   if (vm.count("help")) {

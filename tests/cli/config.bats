@@ -253,3 +253,37 @@ hint: edit $CFG, or see ss-config(5) for every key"
   run --separate-stderr ss "$name"
   [ "$status" -ne 0 ] && [ "$status" -lt 128 ]
 }
+
+@test "what YAML parsers let through is refused before any edit: an unclosed quote, two documents, a tag" {
+  write_config $'version: 1\nagent:\n  command: "claude --x\nupdates:\n  check: false\n'
+  cp "$CFG" "$BATS_TEST_TMPDIR/before"
+  run --separate-stderr ss config set updates.check true
+  assert_failure 78
+  assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:3:12: invalid YAML: this quoted string is never closed"
+  cmp "$CFG" "$BATS_TEST_TMPDIR/before"
+  write_config $'version: 1\n---\nversion: 1\n'
+  run --separate-stderr ss config show
+  assert_failure 78
+  [[ "${stderr_lines[0]}" == "ss-config: error: $CFG:"*": invalid YAML: a second document ('---'); the file holds one" ]]
+  write_config $'version: 1\nbackend: !weird docker\n'
+  run --separate-stderr ss config show
+  assert_failure 78
+  assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:10: invalid YAML: the tag '!weird' is not supported"
+}
+
+@test "set checks a value as loading does: secrets are variable names, sizes may start with '-'" {
+  run --separate-stderr ss config set secrets 'A B,$(id)'
+  assert_failure 65
+  assert_equal "$stderr" "ss-config: error: invalid value for secrets: 'A B' is not an environment variable name (letters, digits and '_', not starting with a digit)"
+  assert_file_not_exists "$CFG"
+  run --separate-stderr ss config set memory -1GB
+  assert_failure 65
+  assert_equal "${stderr_lines[0]}" "ss-config: error: invalid value for vm.memory: '-1GB' is not a size such as 8GB, 512MB or 1TB"
+  run --separate-stderr ss config set memory 0GB
+  assert_failure 65
+  [[ "$stderr" == "ss-config: error: invalid value for vm.memory: 0GB is out of range; valid: 4GB .. "* ]]
+  write_config $'version: 1\nsecrets: ["$(id)"]\n'
+  run --separate-stderr ss config show
+  assert_failure 78
+  assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:10: secrets: '\$(id)' is not an environment variable name (letters, digits and '_', not starting with a digit)"
+}
