@@ -15,8 +15,8 @@
 #include "fs.hpp"
 #include "output.hpp"
 #include "process.hpp"
+#include "rescue.hpp"
 #include "sandbox.hpp"
-#include "snapshot.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
@@ -26,9 +26,8 @@
 namespace ss {
 namespace {
 
-constexpr const char* kBackupDir = "/home/sandbox/.ss/sync-backups";
 
-// diff(1) of each path read from stdin (one a line): $1 is the source, $2 the copy. A symbolic
+// diff(1) of each path read from stdin (each ends with a NUL): $1 is the source, $2 the copy. A symbolic
 // link is shown by its target, a device, fifo or socket by what it is (apply refuses those and
 // links that leave the project), and a change of the executable bit as git shows it.
 constexpr const char* kDiffScript = R"sh(src=$1 copy=$2
@@ -39,7 +38,7 @@ what() {
   elif [ -e "$1" ]; then printf 'special file (not applied)'
   else printf none; fi
 }
-while IFS= read -r f; do
+while IFS= read -r -d '' f; do
   a=$(what "$src/$f") b=$(what "$copy/$f")
   if [ "$a" != file ] && [ "$a" != none ] || [ "$b" != file ] && [ "$b" != none ]; then
     printf -- '--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-%s\n+%s\n' "$f" "$f" "$a" "$b"
@@ -81,6 +80,22 @@ ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, st
   return r;
 }
 
+// rsync prints a name's unprintable bytes (a line break, say) as \#ooo, in octal.
+std::string Unescape(std::string_view name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '\\' && i + 5 <= name.size() && name[i + 1] == '#' &&
+        OnlyChars(name.substr(i + 2, 3), "0-7")) {
+      out += static_cast<char>(((name[i + 2] - '0') << 6) | ((name[i + 3] - '0') << 3) |
+                               (name[i + 4] - '0'));
+      i += 4;
+    } else {
+      out += name[i];
+    }
+  }
+  return out;
+}
+
 std::string Plural(size_t n, std::string_view one, std::string_view many) {
   return Cat(n, " ", n == 1 ? one : many);
 }
@@ -99,7 +114,7 @@ std::vector<ItemizedChange> ParseItemized(std::string_view out) {
     if (line.size() < 13 || line[11] != ' ') continue;
     ItemizedChange c;
     c.code = std::string(Trim(line.substr(0, 11)));
-    c.path = line.substr(12);
+    c.path = Unescape(line.substr(12));
     if (c.path == "./") continue;
     changes.push_back(std::move(c));
   }
@@ -187,25 +202,10 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
          Cat("replace them anyway, saved first: ss sync ", project, " --force")});
   }
   if (!report.at_risk.empty()) {
-    // Saved before anything is replaced: a snapshot, else an archive of exactly those files.
-    std::string name = DefaultSnapshotName(std::chrono::system_clock::now(), {});
-    name.replace(0, 4, "sync");
-    try {
-      TakeSnapshot(sandbox, name);
-      report.snapshot = name;
-      report.saved_to = Cat("snapshot '", name, "' (ss restore ", name, ")");
-    } catch (const Error& e) {
-      Debug(Cat("sync: no snapshot (", e.what(), "); archiving the files"));
-      std::string archive = Cat(kBackupDir, "/", project, "-", name.substr(5), ".tar.gz");
-      Checked(conn, {"mkdir", "-p", kBackupDir}, "cannot make the backup folder");
-      ExecOptions list;
-      list.input = Join(report.at_risk, std::string(1, '\0'));
-      list.input->push_back('\0');
-      Checked(conn,
-              {"tar", "-C", copy, "-czf", archive, "--null", "--verbatim-files-from", "-T", "-"},
-              "cannot archive the files sync replaces", list);
-      report.saved_to = Cat(archive, " in the sandbox");
-    }
+    // Saved on the host before anything is replaced: exactly those files.
+    std::vector<std::string> paths;
+    for (const auto& f : report.at_risk) paths.push_back(Cat(project, "/", f));
+    report.saved_to = RescueToHost(conn, sandbox.name(), Cat(project, "-sync"), paths);
   }
   ExecResult done = Checked(conn, Rsync(false, src, copy), Cat("cannot sync '", project, "'"));
   report.changes = ParseItemized(done.out);
@@ -228,9 +228,9 @@ std::string CopyDiff(SshConnection& conn, const std::string& project,
   if (changes.empty()) return "";
   ExecOptions o;
   o.input = "";
-  for (const auto& c : changes) *o.input += c.path + "\n";
+  for (const auto& c : changes) *o.input += c.path + '\0';
   ExecResult r =
-      Checked(conn, {"sh", "-c", kDiffScript, "ss-diff", SourceDir(project), CopyDir(project)},
+      Checked(conn, {"bash", "-c", kDiffScript, "ss-diff", SourceDir(project), CopyDir(project)},
               Cat("cannot diff the working copy of '", project, "'"), o);
   return r.out;
 }
@@ -305,8 +305,8 @@ CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
     // POSIX format: times keep their nanoseconds, so an applied file matches its copy for the
     // next comparison (which is to the nanosecond).
     ReceivedArchive archive(conn,
-                            {"tar", "-C", CopyDir(project), "--format=posix", "-cf", "-",
-                             "--no-recursion", "--null", "--verbatim-files-from", "-T", "-"},
+                            {"tar", "-C", CopyDir(project), "--format=posix", "--hard-dereference", "-cf",
+                             "-", "--no-recursion", "--null", "--verbatim-files-from", "-T", "-"},
                             list);
     if (archive.status() != 0) {
       std::string said(Trim(archive.error()));

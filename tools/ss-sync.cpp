@@ -194,7 +194,7 @@ int Sync(const Options& o, const Config& config) {
   }
   if (!r.saved_to.empty()) {
     std::cout << "Saved " << Count(r.at_risk.size(), "file", "files")
-              << " changed in the copy first: " << r.saved_to << "\n";
+              << " changed in the copy first: " << DisplayPath(r.saved_to) << "\n";
   }
   if (updated.empty() && deleted.empty()) {
     std::cout << "Synced '" << project << "': already up to date.\n";
@@ -233,7 +233,7 @@ int Apply(const Options& o, const Config& config) {
   std::cout << "Changes in the working copy of '" << project << "':\n";
   for (const auto& ch : changes) {
     char mark = ch.deleting() ? 'D' : ch.created() ? 'A' : 'M';
-    std::cout << "  " << mark << " " << ch.path << "\n";
+    std::cout << "  " << mark << " " << Printable(ch.path) << "\n";
   }
   std::cout.flush();
   if (!Confirm(Cat("Apply them to ", DisplayPath(host_dir), "? [y/N]: "), o.yes)) {

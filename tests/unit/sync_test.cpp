@@ -37,6 +37,14 @@ TEST(Itemized, ParsesRsyncOutFormat) {
   EXPECT_FALSE(c[6].content());  // only the mode changes: nothing is lost
 }
 
+TEST(Itemized, NamesWithLineBreaksComeBackWhole) {
+  // rsync prints unprintable bytes as \#ooo; a fake line inside a name is not a change.
+  auto c = ParseItemized(">f+++++++++ a\\#012>f+++++++++ ../x\n>f+++++++++ back\\#134#012\n");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].path, "a\n>f+++++++++ ../x");
+  EXPECT_EQ(c[1].path, "back\\#012");
+}
+
 TEST(Itemized, AtRiskIsWhatChangedInTheCopyAndWouldBeReplaced) {
   auto plan = ParseItemized(
       "*deleting   mine.txt\n*deleting   old.txt\n>f.st...... edited.txt\n>f.st...... theirs.txt\n"

@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# The sandbox attacks the host, on the backend in $SS_E2E_BACKEND: as the agent and as root
+# inside, it tries to make apply and pull write outside what they should (links swapped in
+# between and inside one archive, '..' and absolute names, setuid and device files, a tar and a
+# stat of its own earlier on PATH, names with line breaks, a file growing while it is read).
+# Each attempt is refused or made harmless, and a canary tree beside the project never changes.
+
+load helpers
+
+setup_file() {
+  : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
+  e2e_home
+  export SANDBOX="ho-$SS_E2E_BACKEND-$$"
+  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
+  ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null
+  ss vm image build >&3 2>&1
+  ss new ho-app --copy >/dev/null
+  ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
+  # The canary: a tree outside the project that nothing may touch.
+  mkdir -p "$E2E_ROOT/canary/sub"
+  echo secret > "$E2E_ROOT/canary/secret"
+  echo deep > "$E2E_ROOT/canary/sub/deep"
+  canary_sum > "$BATS_FILE_TMPDIR/canary.sum"
+}
+
+teardown_file() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  ss vm delete --sandbox "$SANDBOX" --yes || true
+  e2e_home_remove
+}
+
+setup() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  export SS_SANDBOX=$SANDBOX
+  P="$SS_HOME/projects/ho-app"
+  C="$E2E_ROOT/canary"
+}
+
+teardown() {
+  # Every test ends with the canary as it was, and the sandbox's own tools back.
+  run canary_sum
+  assert_output "$(cat "$BATS_FILE_TMPDIR/canary.sum")"
+  in_sandbox 'sudo -n rm -f /usr/local/bin/tar /usr/local/bin/stat'
+}
+
+canary_sum() { (cd "$E2E_ROOT/canary" && find . -printf '%p %y %m %s %T@\n' | sort && cat secret sub/deep) | sha256sum; }
+in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }
+in_copy() { in_sandbox "cd ~/projects/ho-app && $1"; }
+# fake_tar ARCHIVE: the sandbox's tar, for every later command, prints ARCHIVE (made on the host).
+fake_tar() {
+  ss push "$1" /tmp/evil.tar >/dev/null
+  in_sandbox 'printf "#!/bin/sh\nexec cat /tmp/evil.tar\n" | sudo -n tee /usr/local/bin/tar >/dev/null && sudo -n chmod 755 /usr/local/bin/tar'
+}
+# hostile_archive PATH TOP: a pax archive of what a hostile tar would send for TOP.
+hostile_archive() {
+  python3 - "$1" "$2" "$C" <<'EOF'
+import io, sys, tarfile
+path, top, canary = sys.argv[1:]
+t = tarfile.open(path, "w", format=tarfile.PAX_FORMAT)
+def add(name, kind=tarfile.REGTYPE, data=b"", mode=0o644, link=""):
+    i = tarfile.TarInfo(name)
+    i.type, i.mode, i.linkname = kind, mode, link
+    i.size = len(data) if kind == tarfile.REGTYPE else 0
+    if kind in (tarfile.CHRTYPE, tarfile.BLKTYPE):
+        i.devmajor, i.devminor = 1, 3
+    t.addfile(i, io.BytesIO(data) if i.size else None)
+add(top, tarfile.DIRTYPE, mode=0o755)
+add(top + "/ok.txt", data=b"ok\n")
+add(top + "/../../escape.txt", data=b"x")
+add(canary + "/abs.txt", data=b"x")
+add(top + "/out", tarfile.SYMTYPE, link=canary)
+add(top + "/out/evil", data=b"x")
+add(top + "/up", tarfile.SYMTYPE, link="../../../canary")
+add(top + "/inner", tarfile.SYMTYPE, link="ok.txt")
+add(top + "/inner", tarfile.DIRTYPE, mode=0o755)
+add(top + "/inner/evil", data=b"x")
+add(top + "/suid", data=b"#!/bin/sh\n", mode=0o4755)
+add(top + "/dev", tarfile.CHRTYPE)
+add(top + "/fifo", tarfile.FIFOTYPE)
+add(top + "/hard", tarfile.LNKTYPE, link=top + "/ok.txt")
+add(top + "/line\nbreak", data=b"nl\n")
+add("other/x", data=b"x")
+t.close()
+EOF
+}
+
+@test "the swap of the issue: a link out of the project is never applied, so nothing is written through it" {
+  ss sync ho-app >/dev/null
+  in_copy "ln -s '$C' link"
+  run ss diff ho-app
+  assert_success
+  assert_line "+symbolic link to $C"
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  assert_line "  A link"
+  [[ "$stderr" == *"link: a symbolic link to '$C', outside the project"* ]] || { echo "$stderr"; false; }
+  assert_not_exists "$P/link"
+  in_copy 'rm link && mkdir link && echo x > link/evil'
+  run ss apply ho-app --yes
+  assert_success
+  # Inside the project, where it belongs.
+  assert_equal "$(cat "$P/link/evil")" "x"
+  [ ! -L "$P/link" ]
+}
+
+@test "a link the user made on the host is not written through when the copy puts a folder there" {
+  as_owner ln -s "$C" "$P/out"
+  ss sync ho-app >/dev/null
+  in_copy 'rm out && mkdir out && echo x > out/secret'
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  [[ "$stderr" == *"out/secret: 'out' on the host is a symbolic link or not a directory"* ]] || { echo "$stderr"; false; }
+  [ -L "$P/out" ]
+  rm "$P/out"
+  ss sync ho-app --force >/dev/null
+}
+
+@test "as root in the sandbox: setuid bits are dropped, devices and fifos are not applied, hard links arrive as files" {
+  ss sync ho-app >/dev/null
+  in_copy 'sudo -n install -m 4755 /bin/true suid && sudo -n mknod dev c 1 3 && sudo -n mkfifo fifo &&
+    echo same > a && ln a b'
+  run ss diff ho-app
+  assert_line "+special file (not applied)"
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  [[ "$stderr" == *"dev: a character device"* ]] || { echo "$stderr"; false; }
+  [[ "$stderr" == *"fifo: a fifo"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(stat -c %a "$P/suid")" "755"
+  assert_equal "$(stat -c %u "$P/suid")" "$(stat -c %u "$P")"
+  assert_not_exists "$P/dev"
+  assert_not_exists "$P/fifo"
+  assert_equal "$(cat "$P/b")" "same"
+  assert_equal "$(stat -c %h "$P/b")" "1"
+  in_copy 'sudo -n rm -f dev fifo'
+}
+
+@test "a name with a line break is applied whole and shown without the break" {
+  ss sync ho-app >/dev/null
+  in_copy "printf nl > 'two
+lines'"
+  run ss apply ho-app --yes
+  assert_success
+  assert_line "  A two^Jlines"
+  assert_equal "$(cat "$P/two
+lines")" "nl"
+}
+
+@test "pull: no setuid bit, no parent the user did not name, no link out" {
+  t="$BATS_TEST_TMPDIR"
+  in_sandbox 'sudo -n install -m 4755 /bin/true /tmp/suid && ln -sf /etc/passwd /tmp/link'
+  run ss pull /tmp/suid "$t/suid"
+  assert_success
+  assert_equal "$(stat -c %a "$t/suid")" "755"
+  run --separate-stderr ss pull /tmp/suid /nonexistent-$$/x
+  assert_failure 66
+  assert_equal "${stderr_lines[0]}" "ss-sync: error: cannot write /nonexistent-$$/x: no such directory /nonexistent-$$"
+  assert_not_exists "/nonexistent-$$"
+  run --separate-stderr ss pull /tmp/link "$t/link"
+  assert_failure 65
+  assert_equal "${stderr_lines[0]}" "ss-sync: error: /tmp/link in the sandbox is a symbolic link to '/etc/passwd'"
+}
+
+@test "a tar of the sandbox's own: every hostile entry of its archive is refused, the rest lands inside" {
+  t="$BATS_TEST_TMPDIR"
+  ss sync ho-app --force >/dev/null
+  in_copy 'echo changed > asked.txt'
+  hostile_archive "$t/evil.tar" tree
+  fake_tar "$t/evil.tar"
+  mkdir "$t/into"
+  run --separate-stderr ss pull /tmp/tree "$t/into/"
+  assert_failure 1
+  assert_equal "$(cat "$t/into/tree/ok.txt")" "ok"
+  assert_equal "$(stat -c %a "$t/into/tree/suid")" "755"
+  for bad in "tree/../../escape.txt" "$C/abs.txt" "tree/out: a symbolic link" "tree/up: a symbolic link" \
+    "tree/inner: on the host it is a file or a symbolic link" "tree/inner/evil: 'tree/inner' on the host" \
+    "tree/dev: a character device" "tree/fifo: a fifo" "tree/hard: a hard link" "other/x: not below"; do
+    [[ "$stderr" == *"$bad"* ]] || { echo "missing: $bad"; echo "$stderr"; false; }
+  done
+  assert_not_exists "$t/escape.txt"
+  assert_not_exists "$C/abs.txt"
+  assert_not_exists "$t/into/other"
+  # The same archive as apply's answer: only what was asked for, and never through a link.
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  assert_not_exists "$P/tree"
+  assert_not_exists "$P/asked.txt"
+  [[ "$stderr" == *"tree/ok.txt: not one of the files asked for"* ]] || { echo "$stderr"; false; }
+  # Garbage for an archive: the sandbox is named, nothing is written.
+  head -c 3000 /dev/urandom > "$t/garbage"
+  fake_tar "$t/garbage"
+  run --separate-stderr ss pull /tmp/tree "$t/garbage-into"
+  assert_failure 255
+  [[ "${stderr_lines[0]}" == "ss-sync: error: sandbox '$SANDBOX' sent a malformed archive (at byte 0: "* ]] || { echo "$stderr"; false; }
+  assert_not_exists "$t/garbage-into"
+}
+
+@test "a stat of the sandbox's own that answers garbage is the sandbox's fault (255), not a crash" {
+  in_sandbox 'printf "#!/bin/sh\necho d 99999999999999999999 x y\n" | sudo -n tee /usr/local/bin/stat >/dev/null && sudo -n chmod 755 /usr/local/bin/stat'
+  echo x > "$BATS_TEST_TMPDIR/f"
+  run --separate-stderr ss push "$BATS_TEST_TMPDIR/f" /tmp/f
+  assert_failure 255
+  [[ "${stderr_lines[0]}" == "ss-sync: error: the sandbox's stat answered something ss does not understand about /tmp/f: "* ]] || { echo "$stderr"; false; }
+}
+
+@test "a file growing while it is pulled: whole, or refused with nothing written; a large file arrives whole" {
+  t="$BATS_TEST_TMPDIR"
+  in_sandbox 'truncate -s 200M /tmp/large && setsid sh -c "while :; do head -c 65536 /dev/urandom >> /tmp/grow; done" </dev/null >/dev/null 2>&1 & echo $! > /tmp/grow.pid'
+  for _ in 1 2 3; do
+    run --separate-stderr ss pull /tmp/grow "$t/grow"
+    if [ "$status" -eq 75 ]; then
+      assert_equal "${stderr_lines[0]}" "ss-sync: error: /tmp/grow in the sandbox changed while it was read"
+      assert_not_exists "$t/grow"
+    else
+      assert_success
+    fi
+  done
+  in_sandbox 'kill $(cat /tmp/grow.pid); rm -f /tmp/grow'
+  run ss pull /tmp/large "$t/large"
+  assert_success
+  assert_equal "$(stat -c %s "$t/large")" "209715200"
+  in_sandbox 'rm -f /tmp/large'
+}
