@@ -5,8 +5,7 @@
 //
 // Nothing is lost: before `sync` deletes or overwrites a file of the copy that changed there
 // since the last sync (or exists only there), it lists those files and refuses; with `force` it
-// first saves them — a snapshot of the sandbox, or where the backend cannot take one an archive
-// of exactly those files under ~/.ss/sync-backups/ — and says where.
+// first saves exactly those files on the host (rescue.hpp) and says where.
 #pragma once
 
 #include <string>
@@ -51,8 +50,8 @@ struct SyncOptions {
 struct SyncReport {
   std::vector<ItemizedChange> changes;  // what was (or, dry run, would be) done
   std::vector<std::string> at_risk;     // copy-only changes replaced (or that would be)
-  std::string saved_to;                 // "snapshot 'x'" or the archive's path, when forced
-  std::string snapshot;                 // the snapshot taken, when one was
+  std::string saved_to;                 // the archive on the host, when forced
+  std::string snapshot;                 // always empty (forced syncs no longer take snapshots)
   bool created = false;                 // the copy was made (and filled) by this call
 };
 

@@ -212,7 +212,8 @@ TransferResult Pull(SshConnection& conn, const std::string& remote, const std::s
   }
   std::string name = Basename(path);
   ReceivedArchive archive(
-      conn, {"tar", "-C", Dirname(path), "--format=posix", "-cf", "-", "--", name});
+      conn, {"tar", "-C", Dirname(path), "--format=posix", "--hard-dereference", "-cf", "-", "--",
+             name});
   std::string said = std::string(Trim(archive.error()));
   if (archive.status() != 0) {
     if (said.find("No such file or directory") != std::string::npos) {

@@ -6,8 +6,6 @@
 //   ~/projects/NAME      the writable copy (stored in ~/.ss/copies/NAME, bound over the shared
 //                        folder's entry, so every tool finds the project where it always is)
 //   ~/.ss/sync/NAME.stamp  touched after each sync: what changed in the copy since is newer
-//   ~/.ss/sync-backups/  archives of copy-only changes a forced sync replaced (when the backend
-//                        could not take a snapshot)
 //
 // The sync exclusion list is defined once, as sync.exclude in config.yaml, and reaches the
 // sandbox as one file that every sync reads:

@@ -11,6 +11,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "prompt.hpp"
+#include "rescue.hpp"
 #include "sandbox.hpp"
 #include "snapshot.hpp"
 #include "strings.hpp"
@@ -38,6 +39,8 @@ Options:
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
   --timeout SECONDS     how long restore waits for SSH (default 60)
   --json                print one JSON document (see ss-json(7))
+  --force               restore although working copies have changes not yet applied
+                        (saved to ~/super-sandbox/rescued/ first)
   -y, --yes             do not ask for confirmation
   -h, --help            show this help
 )";
@@ -46,6 +49,7 @@ struct Options {
   std::vector<std::string> words;
   std::string sandbox;
   int timeout = 60;
+  bool force = false;
   bool json = false;
   bool yes = false;
   bool help = false;
@@ -56,6 +60,7 @@ Options ParseArgs(const Args& args) {
   po::options_description desc;
   desc.add_options()("sandbox", po::value(&o.sandbox))("timeout", po::value(&o.timeout))(
       "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
+      "force", po::bool_switch(&o.force))(
       "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
   ParseWithWords(args, desc);
   if (o.timeout <= 0) {
@@ -147,14 +152,16 @@ int Restore(const Options& o, Sandbox& sandbox) {
   if (o.words.size() != 2) throw Error(kExitUsage, "usage: ss restore NAME");
   const std::string& name = o.words[1];
   ValidateSnapshotName(name);
+  UnappliedGuard guard([&]() -> Sandbox& { return sandbox; }, Config::Load(), o.force, "restore");
   std::string question = Cat("Restore sandbox '", sandbox.name(), "' to snapshot '", name,
                              "'?\nEverything changed in the sandbox since then is lost; it "
                              "restarts.\n",
-                             NotAffected(), "\n\nContinue? [y/N]: ");
+                             guard.ProjectsLine(), "\n\nContinue? [y/N]: ");
   if (!Confirm(question, o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;
   }
+  for (const auto& line : guard.Save()) std::cout << line << "\n";
   Progress progress(Cat("sandbox ", sandbox.name()));
   RestoreSnapshot(sandbox, name, progress, std::chrono::seconds(o.timeout));
   std::cout << "Restored '" << sandbox.name() << "' to snapshot '" << name
@@ -189,7 +196,7 @@ int Complete(const Args& words) {
     return 0;
   }
   if (words[0] == "snapshot" && words.size() == 2) std::cout << "delete\n";
-  for (const char* f : {"--sandbox", "--timeout", "--json", "--yes", "--help"}) {
+  for (const char* f : {"--sandbox", "--timeout", "--force", "--json", "--yes", "--help"}) {
     std::cout << f << "\n";
   }
   return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <iomanip>
+#include <optional>
 #include <iostream>
 
 #include "backend.hpp"
@@ -20,6 +21,7 @@
 #include "project.hpp"
 #include "prompt.hpp"
 #include "qemu_supervisor.hpp"
+#include "rescue.hpp"
 #include "sandbox.hpp"
 #include "size.hpp"
 #include "strings.hpp"
@@ -62,7 +64,9 @@ Options:
                         hardware acceleration), stop waits before forcing (default 15)
   --release NAME        Debian release of the image (default bookworm)
   --mirror URL          Debian mirror (default http://deb.debian.org/debian)
-  --force               rebuild the image even when it is up to date
+  --force               image build: rebuild even when up to date; reset, delete: go on
+                        although working copies have changes not yet applied (saved to
+                        ~/super-sandbox/rescued/ first)
   --stop                with setup: stop the daemons setup started
   --json                print one JSON document (see ss-json(7))
   -y, --yes             do not ask for confirmation
@@ -268,29 +272,34 @@ int Status(const Options& o, const Config& config) {
 int Reset(const Options& o, const Config& config) {
   std::string name = ResolveSandboxName(o.sandbox);
   std::string deploy = RequestedDeploy(o);
-  std::string question =
-      Cat("This will:\n"
-          "  • Stop the VM\n"
-          "  • Reset to fresh state\n"
-          "  • Require re-login to Claude Code, gh, vercel\n"
-          "\n"
-          "Projects in ",
-          DisplayPath(ProjectsDir()),
-          "/ are NOT affected.\n"
-          "\n"
-          "Continue? [y/N]: ");
+  std::optional<Sandbox> sandbox;
+  auto get = [&]() -> Sandbox& {
+    if (!sandbox) sandbox.emplace(name, config, o.backend);
+    return *sandbox;
+  };
+  UnappliedGuard guard(get, config, o.force, "reset");
+  std::string question = Cat(
+      "This will:\n"
+      "  • Stop the VM\n"
+      "  • Reset to fresh state\n"
+      "  • Require re-login to Claude Code, gh, vercel\n"
+      "\n",
+      guard.ProjectsLine(),
+      "\n"
+      "\n"
+      "Continue? [y/N]: ");
   if (!o.yes) {
     if (!Confirm(question, false)) {
       std::cout << "Cancelled.\n";
       return 0;
     }
   }
-  Sandbox sandbox(name, config, o.backend);
-  if (o.fish) sandbox.set_login_shell("fish");
-  sandbox.set_deploy_dir(deploy);
+  for (const auto& line : guard.Save()) std::cout << line << "\n";
+  if (o.fish) get().set_login_shell("fish");
+  get().set_deploy_dir(deploy);
   Say("Resetting...");
-  Progress progress(Cat("sandbox ", sandbox.name()));
-  sandbox.Reset(progress, Timeout(o, sandbox.DefaultStartTimeout()));
+  Progress progress(Cat("sandbox ", get().name()));
+  get().Reset(progress, Timeout(o, get().DefaultStartTimeout()));
   std::cout << "Done.\n";
   return 0;
 }
@@ -301,13 +310,15 @@ int Delete(const Options& o, const Config& config) {
     throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
                 {"list them: ss vm list"});
   }
+  UnappliedGuard guard([&]() -> Sandbox& { return sandbox; }, config, o.force, "delete");
   std::string question = Cat("Delete sandbox '", sandbox.name(),
-                             "'? Everything installed in it is lost.\nProjects in ",
-                             DisplayPath(ProjectsDir()), "/ are NOT affected. [y/N]: ");
+                             "'? Everything installed in it is lost.\n", guard.ProjectsLine(),
+                             " [y/N]: ");
   if (!Confirm(question, o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;
   }
+  for (const auto& line : guard.Save()) std::cout << line << "\n";
   sandbox.Delete();
   std::cout << "Deleted: " << sandbox.name() << "\n";
   return 0;

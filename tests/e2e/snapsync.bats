@@ -150,14 +150,15 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   assert_output "agent-edit"
   run ss sync sn-app --force --json
   assert_success
-  snap=$(echo "$output" | jq -r .snapshot)
-  [[ "$snap" == sync-* ]]
+  saved=$(echo "$output" | jq -r .saved_to)
+  # On the host, yours alone, with exactly the files replaced.
+  [[ "$saved" == "$SS_HOME/rescued/$SANDBOX-"*"/sn-app-sync.tar.gz" ]] || { echo "$output"; false; }
+  assert_equal "$(stat -c %a "$saved")" "600"
+  assert_equal "$(tar -tzf "$saved" | sort | tr '\n' ' ')" "sn-app/only-copy.txt sn-app/shared.txt "
+  assert_equal "$(tar -xzOf "$saved" sn-app/shared.txt)" "agent-edit"
   run in_sandbox 'cat ~/projects/sn-app/shared.txt; test -e ~/projects/sn-app/only-copy.txt || echo gone'
   assert_output "v2-from-host
 gone"
-  run ss snapshots --json
-  echo "$output" | jq -e --arg s "$snap" '[.items[].name] | index($s) != null'
-  ss snapshot delete "$snap" --yes
   # Nothing changed in the copy since: a plain sync goes through.
   run ss sync sn-app
   assert_success

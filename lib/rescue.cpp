@@ -1,0 +1,159 @@
+#include "rescue.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+#include "config.hpp"
+#include "error.hpp"
+#include "fs.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "sandbox.hpp"
+#include "ssh.hpp"
+#include "strings.hpp"
+#include "sync.hpp"
+#include "working_copy.hpp"
+
+namespace ss {
+namespace {
+
+std::vector<std::string> CopyModeProjects(const Config& config) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : config.Entries(false)) {
+    auto parts = Split(key, '.');
+    if (parts.size() == 3 && parts[0] == "projects" && parts[2] == "mode" && value == "copy") {
+      out.push_back(parts[1]);
+    }
+  }
+  return out;
+}
+
+std::string UtcStamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config) {
+  std::vector<UnappliedWork> out;
+  for (const auto& project : CopyModeProjects(config)) {
+    if (conn.Exec({"test", "-d", CopyDir(project)}).status != 0) continue;
+    size_t n = CopyChanges(conn, project).size();
+    if (n > 0) out.push_back({project, n});
+  }
+  return out;
+}
+
+std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const std::string& name,
+                         const std::vector<std::string>& paths) {
+  std::string dir = Cat(SsHome(), "/rescued/", sandbox, "-", UtcStamp());
+  MakeOwnedDir(Cat(SsHome(), "/rescued"), 0700);
+  MakeOwnedDir(dir, 0700);
+  std::string path = Cat(dir, "/", name, ".tar.gz");
+  std::string tmp = Cat(path, ".part");
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw Error(kExitCantCreate, Cat("cannot write ", tmp, ": ", std::strerror(errno)));
+  StreamOptions so;
+  std::string list;
+  for (const auto& p : paths) list += p + '\0';
+  std::string list_file = Cat(dir, "/.list");
+  AtomicWrite(list_file, list, 0600);
+  int in = ::open(list_file.c_str(), O_RDONLY | O_CLOEXEC);
+  so.in_fd = in;
+  so.out_fd = fd;
+  int status = -1;
+  try {
+    status = conn.ExecStream({"tar", "-C", "/home/sandbox/projects", "--format=posix", "-czf", "-",
+                              "--null", "--verbatim-files-from", "-T", "-"},
+                             so);
+  } catch (...) {
+    ::close(fd);
+    ::close(in);
+    ::unlink(list_file.c_str());
+    throw;
+  }
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  ::close(in);
+  ::unlink(list_file.c_str());
+  if (status != 0 || !synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(kExitIoErr, Cat("cannot save ", Join(paths, ", "), " from the sandbox to ", dir,
+                                status != 0 ? Cat(" (tar exited with status ", status, ")")
+                                            : Cat(": ", std::strerror(errno))));
+  }
+  Owner owner = ProjectsOwner();
+  if (::geteuid() == 0) (void)::chown(path.c_str(), owner.uid, owner.gid);
+  return path;
+}
+
+UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, const Config& config,
+                               bool force, std::string_view action) {
+  if (CopyModeProjects(config).empty()) return;
+  Sandbox& sandbox = get_sandbox();
+  sandbox_ = sandbox.name();
+  if (!sandbox.exists()) return;
+  conn_ = sandbox.TryConnect();
+  if (!conn_) {
+    try {
+      Progress progress(Cat("sandbox ", sandbox.name()));
+      progress.Step("starting it to look for work not yet applied");
+      conn_ = sandbox.EnsureRunning(progress, sandbox.DefaultStartTimeout());
+    } catch (const Error& e) {
+      if (!force) {
+        throw Error(kExitFailure,
+                    Cat("cannot look for working copies with changes not yet applied: ", e.what()),
+                    {}, {"go on without looking (what is not applied is lost): --force"});
+      }
+      Warn(Cat("could not look for working copies with changes not yet applied: ", e.what()));
+      return;
+    }
+  }
+  work_ = FindUnapplied(*conn_, config);
+  if (work_.empty() || force) return;
+  std::vector<std::string> details, hints;
+  for (const auto& w : work_) {
+    details.push_back(Cat("  ", w.project, ": ", w.files, w.files == 1 ? " file" : " files"));
+    hints.push_back(Cat("bring them to the host: ss apply ", w.project));
+  }
+  hints.push_back(Cat("or save them on the host first and go on: ss ",
+                      action == "restore" ? "restore NAME" : Cat("vm ", action), " --force"));
+  throw Error(kExitFailure,
+              Cat(action, " would lose changes not yet applied in ", work_.size(),
+                  work_.size() == 1 ? " working copy" : " working copies", " of sandbox '",
+                  sandbox.name(), "'"),
+              details, hints);
+}
+
+UnappliedGuard::~UnappliedGuard() = default;
+
+std::string UnappliedGuard::ProjectsLine() const {
+  std::string projects = Cat("Projects in ", DisplayPath(ProjectsDir()), "/");
+  if (work_.empty()) return Cat(projects, " are NOT affected.");
+  std::vector<std::string> names;
+  for (const auto& w : work_) names.push_back(Cat("'", w.project, "'"));
+  return Cat("Changes not yet applied in the working ", names.size() == 1 ? "copy" : "copies",
+             " of ", Join(names, ", "), " are saved to ", DisplayPath(SsHome()),
+             "/rescued/ first.\n", projects, " are NOT affected.");
+}
+
+std::vector<std::string> UnappliedGuard::Save() {
+  std::vector<std::string> saved;
+  for (const auto& w : work_) {
+    std::string path = RescueToHost(*conn_, sandbox_, w.project, {w.project});
+    saved.push_back(Cat("Saved the working copy of '", w.project, "' first: ", DisplayPath(path)));
+  }
+  return saved;
+}
+
+}  // namespace ss

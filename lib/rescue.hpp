@@ -1,0 +1,59 @@
+// Work the agent did in working copies (working_copy.hpp) that is not yet on the host. Whatever
+// would destroy a sandbox's disk (reset, delete, restore) looks for it first and refuses; told
+// to go on (--force), it first saves each such copy on the host, never inside the sandbox:
+//
+//   $SS_HOME/rescued/SANDBOX-YYYYMMDDTHHMMSSZ/PROJECT.tar.gz   (0600, the projects' owner's)
+//
+// The archives are the sandbox's bytes, kept as they came: unpack them where you choose.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ss {
+
+class Config;
+class Sandbox;
+class SshConnection;
+
+struct UnappliedWork {
+  std::string project;
+  size_t files = 0;  // created, changed or deleted in the copy and not on the host
+};
+
+// Copy-mode projects whose working copy in the sandbox differs from its source.
+std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config);
+
+// Saves `paths` (relative to ~/projects in the sandbox; a project's name saves its whole copy)
+// as the archive `name` in a new folder of $SS_HOME/rescued for this sandbox. Returns the
+// archive's path.
+std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const std::string& name,
+                         const std::vector<std::string>& paths);
+
+// Before `action` ("reset", "delete", "restore") destroys the sandbox's disk: looks for copies
+// with unapplied work (starting a stopped sandbox to look, when copy-mode projects exist) and
+// refuses with ss::Error(1) listing them, unless `force`. Then, once the user confirmed, Save()
+// puts them on the host.
+class UnappliedGuard {
+ public:
+  // `sandbox` is asked for only when copy-mode projects exist.
+  UnappliedGuard(const std::function<Sandbox&()>& sandbox, const Config& config, bool force,
+                 std::string_view action);
+  UnappliedGuard(const UnappliedGuard&) = delete;
+  ~UnappliedGuard();
+  // What becomes of the projects, for the question: "Projects in ~/… are NOT affected.", or
+  // which working copies are saved to the host first.
+  std::string ProjectsLine() const;
+  // Saves each copy; returns a line per archive ("Saved the working copy of 'app' first: …").
+  std::vector<std::string> Save();
+
+ private:
+  std::string sandbox_;
+  std::unique_ptr<SshConnection> conn_;
+  std::vector<UnappliedWork> work_;
+};
+
+}  // namespace ss
