@@ -8,12 +8,12 @@
 set -eu
 name=${1:-}
 home=/home/sandbox
-mkdir -p /etc/ss
-tmp=$(mktemp /etc/ss/.sync-exclude.XXXXXX)
-cat > "$tmp"
-if cmp -s "$tmp" /etc/ss/sync-exclude; then
-  rm -f "$tmp"
-else
+# Nothing is written when nothing changed: a full disk must not stop diff, apply or pull.
+want=$(cat)
+if ! printf '%s\n' "$want" | cmp -s - /etc/ss/sync-exclude; then
+  mkdir -p /etc/ss
+  tmp=$(mktemp /etc/ss/.sync-exclude.XXXXXX)
+  printf '%s\n' "$want" > "$tmp"
   chmod 0644 "$tmp"
   mv -f "$tmp" /etc/ss/sync-exclude
 fi

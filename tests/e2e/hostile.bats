@@ -42,7 +42,7 @@ teardown() {
   # Every test ends with the canary as it was, and the sandbox's own tools back.
   run canary_sum
   assert_output "$(cat "$BATS_FILE_TMPDIR/canary.sum")"
-  in_sandbox 'sudo -n rm -f /usr/local/bin/tar /usr/local/bin/stat'
+  [ -e "$BATS_FILE_TMPDIR/deleted" ] || in_sandbox 'sudo -n rm -f /usr/local/bin/tar /usr/local/bin/stat'
 }
 
 canary_sum() { (cd "$E2E_ROOT/canary" && find . -printf '%p %y %m %s %T@\n' | sort && cat secret sub/deep) | sha256sum; }
@@ -221,4 +221,39 @@ lines")" "nl"
   assert_success
   assert_equal "$(stat -c %s "$t/large")" "209715200"
   in_sandbox 'rm -f /tmp/large'
+}
+
+@test "nothing is written in the sandbox to look: with /etc/ss full, diff, apply and pull still work" {
+  ss sync ho-app --force >/dev/null
+  in_copy 'echo read-only-rescue > rescue.txt'
+  # A full filesystem where ss used to write a file before every copy-mode command.
+  in_sandbox 'sudo -n sh -c "cp /etc/ss/sync-exclude /tmp/se && mount -t tmpfs -o size=64k tmpfs /etc/ss &&
+    cp /tmp/se /etc/ss/sync-exclude && (dd if=/dev/zero of=/etc/ss/fill bs=4k 2>/dev/null || true)"'
+  run ss diff ho-app
+  assert_success
+  assert_line "+read-only-rescue"
+  run ss pull rescue.txt "$BATS_TEST_TMPDIR/rescue.txt" --project ho-app
+  assert_success
+  run ss apply ho-app --yes
+  assert_success
+  assert_equal "$(cat "$P/rescue.txt")" "read-only-rescue"
+  in_sandbox 'sudo -n umount /etc/ss'
+}
+
+@test "delete refuses while a working copy has changes not yet applied; --force saves it on the host first" {
+  in_copy 'echo unsaved > precious.txt'
+  run --separate-stderr ss vm delete --yes
+  assert_failure 1
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: delete would lose changes not yet applied in 1 working copy of sandbox '$SANDBOX'"
+  [[ "$stderr" == *"hint: bring them to the host: ss apply ho-app"* ]] || { echo "$stderr"; false; }
+  run ss vm status --json
+  assert_success
+  run --separate-stderr ss vm delete --yes --force
+  assert_success
+  touch "$BATS_FILE_TMPDIR/deleted"
+  assert_line --index 0 --regexp "^Saved the working copy of 'ho-app' first: ~/super-sandbox/rescued/$SANDBOX-[0-9]{8}T[0-9]{6}Z/ho-app.tar.gz$"
+  assert_line "Deleted: $SANDBOX"
+  saved=$(compgen -G "$SS_HOME/rescued/$SANDBOX-*/ho-app.tar.gz")
+  assert_equal "$(stat -c %a "$saved")" "600"
+  assert_equal "$(tar -xzOf "$saved" ho-app/precious.txt)" "unsaved"
 }
