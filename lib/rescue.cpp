@@ -47,7 +47,9 @@ std::string UtcStamp() {
 std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config) {
   std::vector<UnappliedWork> out;
   for (const auto& project : CopyModeProjects(config)) {
-    if (conn.Exec({"test", "-d", CopyDir(project)}).status != 0) continue;
+    // A copy exists once its store does; its layout is put back (mounts go with a restart).
+    if (conn.Exec({"test", "-d", CopyStore(project)}).status != 0) continue;
+    PrepareWorkingCopy(conn, config, project);
     size_t n = CopyChanges(conn, project).size();
     if (n > 0) out.push_back({project, n});
   }

@@ -12,6 +12,10 @@ std::string SourceDir(const std::string& project) {
   return Cat("/home/sandbox/project-src/", project);
 }
 std::string CopyDir(const std::string& project) { return Cat("/home/sandbox/projects/", project); }
+std::string CopyStore(const std::string& project) {
+  return Cat("/home/sandbox/.ss/copies/", project);
+}
+
 std::string SyncStamp(const std::string& project) {
   return Cat("/home/sandbox/.ss/sync/", project, ".stamp");
 }

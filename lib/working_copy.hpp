@@ -34,6 +34,7 @@ inline constexpr const char* kSyncExcludeFile = "/etc/ss/sync-exclude";
 
 std::string SourceDir(const std::string& project);  // /home/sandbox/project-src/NAME
 std::string CopyDir(const std::string& project);    // /home/sandbox/projects/NAME
+std::string CopyStore(const std::string& project);  // /home/sandbox/.ss/copies/NAME
 std::string SyncStamp(const std::string& project);  // /home/sandbox/.ss/sync/NAME.stamp
 
 // True when the project is in working-copy mode (projects.<name>.mode: copy).
