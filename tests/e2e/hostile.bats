@@ -214,7 +214,7 @@ lines")" "nl"
   t="$BATS_TEST_TMPDIR"
   # On the sandbox's disk, bounded (32 MiB): a fast endless writer would fill a container's
   # memory-backed /tmp.
-  in_sandbox 'truncate -s 200M ~/large && setsid sh -c "for i in \$(seq 2048); do head -c 16384 /dev/urandom >> ~/grow; sleep 0.005; done" </dev/null >/dev/null 2>&1 & echo $! > ~/grow.pid'
+  in_sandbox 'truncate -s 64M ~/large && setsid sh -c "for i in \$(seq 2048); do head -c 16384 /dev/urandom >> ~/grow; sleep 0.005; done" </dev/null >/dev/null 2>&1 & echo $! > ~/grow.pid'
   for _ in 1 2 3; do
     run --separate-stderr ss pull /home/sandbox/grow "$t/grow"
     if [ "$status" -eq 75 ]; then
@@ -227,7 +227,7 @@ lines")" "nl"
   in_sandbox 'kill $(cat ~/grow.pid) 2>/dev/null; rm -f ~/grow ~/grow.pid'
   run ss pull /home/sandbox/large "$t/large"
   assert_success
-  assert_equal "$(stat -c %s "$t/large")" "209715200"
+  assert_equal "$(stat -c %s "$t/large")" "67108864"
   in_sandbox 'rm -f ~/large'
 }
 
