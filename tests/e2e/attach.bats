@@ -24,7 +24,7 @@ teardown_file() {
   pkill -f -- "--share-master $SANDBOX" || true
   local sock
   for sock in "$E2E_ROOT"/tmux-*.sock; do tmux -S "$sock" kill-server 2>/dev/null || true; done
-  ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
+  ss vm delete --sandbox "$SANDBOX" --yes --force >/dev/null 2>&1 || true
   e2e_home_remove
 }
 

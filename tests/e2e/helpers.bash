@@ -34,6 +34,30 @@ e2e_home_remove() {
   case "$E2E_ROOT" in /var/tmp/ss-e2e.*) rm -rf "$E2E_ROOT" ;; esac
 }
 
+# For a file that shares one sandbox, PREFIX-BACKEND-PID, on $SS_E2E_BACKEND:
+# e2e_sandbox_file PREFIX (in setup_file): a hermetic home, the backend set up, the image built.
+e2e_sandbox_file() {
+  : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
+  e2e_home
+  export SANDBOX="$1-$SS_E2E_BACKEND-$$"
+  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
+  ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null
+  ss vm image build >&3 2>&1
+}
+# e2e_sandbox_env (in setup): the home, and SANDBOX as the default sandbox.
+e2e_sandbox_env() {
+  e2e_env
+  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
+  export SS_SANDBOX=$SANDBOX
+}
+# e2e_sandbox_remove (in teardown_file): the sandbox deleted whatever its working copies hold
+# (--force: they are saved into the home, which goes next).
+e2e_sandbox_remove() {
+  e2e_env
+  ss vm delete --sandbox "$(cat "$BATS_FILE_TMPDIR/sandbox")" --yes --force || true
+  e2e_home_remove
+}
+
 # sandbox_ssh NAME CMD...: OpenSSH into the sandbox (which, like ssh, joins CMD into one line for
 # the remote shell: quote shell snippets as one word) with the install's key and the pinned host
 # key (StrictHostKeyChecking yes: nothing is accepted on first use).

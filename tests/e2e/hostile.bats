@@ -8,12 +8,7 @@
 load helpers
 
 setup_file() {
-  : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
-  e2e_home
-  export SANDBOX="ho-$SS_E2E_BACKEND-$$"
-  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
-  ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null
-  ss vm image build >&3 2>&1
+  e2e_sandbox_file ho
   ss new ho-app --copy >/dev/null
   ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
   # The canary: a tree outside the project that nothing may touch.
@@ -24,16 +19,11 @@ setup_file() {
 }
 
 teardown_file() {
-  e2e_env
-  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
-  ss vm delete --sandbox "$SANDBOX" --yes || true
-  e2e_home_remove
+  e2e_sandbox_remove
 }
 
 setup() {
-  e2e_env
-  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
-  export SS_SANDBOX=$SANDBOX
+  e2e_sandbox_env
   P="$SS_HOME/projects/ho-app"
   C="$E2E_ROOT/canary"
 }

@@ -26,7 +26,7 @@ teardown_file() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
   pkill -f -- "--share-master $SANDBOX" || true
-  ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
+  ss vm delete --sandbox "$SANDBOX" --yes --force >/dev/null 2>&1 || true
   old=$(cat "$BATS_FILE_TMPDIR/https_address" 2>/dev/null)
   if [ -n "$old" ]; then lxc config set core.https_address "$old"; else lxc config unset core.https_address; fi
   lxc config unset core.trust_password 2>/dev/null || true

@@ -28,7 +28,7 @@ teardown_file() {
   [ ! -s "$BATS_FILE_TMPDIR/holder" ] || kill "$(cat "$BATS_FILE_TMPDIR/holder")" 2>/dev/null || true
   # The daemon the daemon test stopped, should that test have failed before starting it again.
   ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null 2>&1 || true
-  ss vm delete --sandbox "$SANDBOX" --yes || true
+  ss vm delete --sandbox "$SANDBOX" --yes --force || true
   # A daemon this file's setup started (dockerd), it stops.
   if jq -e '.started | length > 0' "$BATS_FILE_TMPDIR/setup.json" >/dev/null 2>&1; then
     ss vm setup --backend "$SS_E2E_BACKEND" --stop >&3 2>&1 || true

@@ -21,7 +21,7 @@ teardown_file() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
   pkill -f -- "--share-master $SANDBOX" || true
-  ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
+  ss vm delete --sandbox "$SANDBOX" --yes --force >/dev/null 2>&1 || true
   e2e_home_remove
 }
 

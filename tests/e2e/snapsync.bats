@@ -6,12 +6,7 @@
 load helpers
 
 setup_file() {
-  : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
-  e2e_home
-  export SANDBOX="sn-$SS_E2E_BACKEND-$$"
-  echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
-  ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null
-  ss vm image build >&3 2>&1
+  e2e_sandbox_file sn
   # A browser on the host for the bridge check: Chrome DevTools on a free loopback port.
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   echo "$port" > "$BATS_FILE_TMPDIR/cdp_port"
@@ -26,17 +21,12 @@ setup_file() {
 }
 
 teardown_file() {
-  e2e_env
-  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
   if [ -f "$BATS_FILE_TMPDIR/chrome.pid" ]; then kill -- "-$(cat "$BATS_FILE_TMPDIR/chrome.pid")" 2>/dev/null || true; fi
-  ss vm delete --sandbox "$SANDBOX" --yes || true
-  e2e_home_remove
+  e2e_sandbox_remove
 }
 
 setup() {
-  e2e_env
-  SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
-  export SS_SANDBOX=$SANDBOX
+  e2e_sandbox_env
   P="$SS_HOME/projects/sn-app"
 }
 

@@ -28,7 +28,7 @@ setup_file() {
 teardown_file() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
-  ss vm delete --sandbox "$SANDBOX" --yes >/dev/null 2>&1 || true
+  ss vm delete --sandbox "$SANDBOX" --yes --force >/dev/null 2>&1 || true
   e2e_home_remove
 }
 
