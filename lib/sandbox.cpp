@@ -532,14 +532,17 @@ void Sandbox::Delete() {
   RemoveTree(Dir());
 }
 
-std::unique_ptr<SessionLease> Sandbox::BeginSession() {
+std::unique_ptr<SessionLease> Sandbox::BeginSession(
+    std::function<std::optional<std::string>()> keep) {
   MakeDirs(SandboxesDir(), 0700);
   return std::make_unique<SessionLease>(
-      *this, FileLock(Cat(SandboxesDir(), "/.", name_, ".sessions"), FileLock::kShared));
+      *this, FileLock(Cat(SandboxesDir(), "/.", name_, ".sessions"), FileLock::kShared),
+      std::move(keep));
 }
 
-SessionLease::SessionLease(Sandbox& sandbox, FileLock lock)
-    : sandbox_(sandbox), lock_(std::move(lock)) {}
+SessionLease::SessionLease(Sandbox& sandbox, FileLock lock,
+                           std::function<std::optional<std::string>()> keep)
+    : sandbox_(sandbox), lock_(std::move(lock)), keep_(std::move(keep)) {}
 
 SessionLease::~SessionLease() {
   lock_.reset();
@@ -549,6 +552,12 @@ SessionLease::~SessionLease() {
     auto last = FileLock::TryLock(Cat(StateDir(), "/sandboxes/.", sandbox_.name(), ".sessions"),
                                   FileLock::kExclusive);
     if (!last) return;
+    if (keep_) {
+      if (auto why = keep_()) {
+        Warn(Cat("kept ephemeral sandbox '", sandbox_.name(), "': ", *why));
+        return;
+      }
+    }
     Note(Cat("Removing ephemeral sandbox '", sandbox_.name(), "'..."));
     sandbox_.Delete();
   } catch (const Error& e) {

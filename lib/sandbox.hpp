@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,7 +46,9 @@ class Sandbox;
 // last one of an ephemeral sandbox ends, the sandbox is deleted (projects stay on the host).
 class SessionLease {
  public:
-  SessionLease(Sandbox& sandbox, FileLock lock);
+  // `keep`, when set, is asked before an ephemeral sandbox is removed: a reason to keep it.
+  SessionLease(Sandbox& sandbox, FileLock lock,
+               std::function<std::optional<std::string>()> keep = {});
   ~SessionLease();
   SessionLease(const SessionLease&) = delete;
   SessionLease& operator=(const SessionLease&) = delete;
@@ -53,6 +56,7 @@ class SessionLease {
  private:
   Sandbox& sandbox_;
   std::optional<FileLock> lock_;
+  std::function<std::optional<std::string>()> keep_;
 };
 
 class Sandbox {
@@ -101,7 +105,8 @@ class Sandbox {
   std::unique_ptr<SshConnection> Reset(Progress& progress, std::chrono::seconds timeout);
   void Delete();
   // Marks the start of a session; see SessionLease.
-  std::unique_ptr<SessionLease> BeginSession();
+  std::unique_ptr<SessionLease> BeginSession(
+      std::function<std::optional<std::string>()> keep = {});
 
   // Memory, disk, uptime and login state from inside the running sandbox.
   GuestFacts Inspect();

@@ -15,6 +15,7 @@
 #include "process.hpp"
 #include "project.hpp"
 #include "prompt.hpp"
+#include "rescue.hpp"
 #include "sandbox.hpp"
 #include "session_share.hpp"
 #include "shell_quote.hpp"
@@ -156,7 +157,7 @@ class Session {
     if (conn_) return *conn_;
     // The session counts from here: an ephemeral sandbox being removed by the last session
     // is waited for, then made afresh.
-    if (!lease_) lease_ = sandbox().BeginSession();
+    if (!lease_) lease_ = sandbox().BeginSession([this] { return KeepReason(); });
     conn_ = sandbox().TryConnect();
     if (conn_) return *conn_;
     if (sandbox().State() != SandboxState::kRunning) Note("Starting VM...");
@@ -164,6 +165,25 @@ class Session {
     conn_ = sandbox().EnsureRunning(progress, o_.timeout > 0 ? std::chrono::seconds(o_.timeout)
                                                              : sandbox().DefaultStartTimeout());
     return *conn_;
+  }
+
+  // Why an ephemeral sandbox must stay when its last session ends: working copies with changes
+  // not yet applied (or no way to tell). Asked over a connection of its own: the session's is
+  // closed by then.
+  std::optional<std::string> KeepReason() {
+    try {
+      std::unique_ptr<SshConnection> conn = sandbox().TryConnect();
+      if (!conn) return std::nullopt;  // not running: nothing to look at
+      std::vector<std::string> names;
+      for (const auto& w : FindUnapplied(*conn, config_)) names.push_back(w.project);
+      if (names.empty()) return std::nullopt;
+      return Cat("working copies have changes not yet applied (", Join(names, ", "),
+                 "); bring them to the host with ss apply, then remove it: ss vm delete --sandbox ",
+                 name_, " --force");
+    } catch (const Error& e) {
+      return Cat("could not look for changes not yet applied in its working copies (", e.what(),
+                 "); remove it yourself: ss vm delete --sandbox ", name_, " --force");
+    }
   }
 
   EnvList Secrets() {

@@ -238,6 +238,17 @@ lines")" "nl"
   in_sandbox 'sudo -n umount /etc/ss'
 }
 
+@test "an ephemeral sandbox whose working copy has changes not yet applied is kept when its last session ends" {
+  ss config set "sandboxes.$SANDBOX.ephemeral" true >/dev/null
+  run --separate-stderr ss ho-app -- sh -c 'echo kept > kept.txt && echo inside'
+  ss config set "sandboxes.$SANDBOX.ephemeral" false >/dev/null
+  assert_success
+  assert_output "inside"
+  assert_equal "${stderr_lines[-1]}" "ss: warning: kept ephemeral sandbox '$SANDBOX': working copies have changes not yet applied (ho-app); bring them to the host with ss apply, then remove it: ss vm delete --sandbox $SANDBOX --force"
+  run ss vm status --json
+  echo "$output" | jq -e '.state == "running"'
+}
+
 @test "delete refuses while a working copy has changes not yet applied; --force saves it on the host first" {
   in_copy 'echo unsaved > precious.txt'
   run --separate-stderr ss vm delete --yes
