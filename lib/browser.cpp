@@ -682,8 +682,8 @@ std::unique_ptr<BrowserBridge> BrowserBridge::Start(SshConnection& conn,
     // The box at most once a day; the sessions in between say it in one line (ss status, why).
     std::string stamp = StateDir() + "/browser-unavailable-shown";
     struct stat st;
-    s.unavailable_box = ::stat(stamp.c_str(), &st) != 0 ||
-                        std::time(nullptr) - st.st_mtime >= 24 * 60 * 60;
+    s.unavailable_box =
+        ::stat(stamp.c_str(), &st) != 0 || std::time(nullptr) - st.st_mtime >= 24 * 60 * 60;
     if (s.unavailable_box) {
       try {
         MakeDirs(StateDir(), 0700);

@@ -807,7 +807,7 @@ std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
   if ((spec.type == ValueType::kInt || spec.type == ValueType::kSize) && spec.min && spec.max) {
     int64_t v = value.get<int64_t>();
     if (v < spec.min() || v > spec.max()) {
-      std::string shown = !as_written.empty()               ? std::string(as_written)
+      std::string shown = !as_written.empty()             ? std::string(as_written)
                           : spec.type == ValueType::kSize ? FormatSizeConfig(v)
                                                           : std::to_string(v);
       return Cat(shown, " is out of range; valid: ", DescribeRange(spec));
@@ -819,8 +819,9 @@ std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
       const std::string& s = item.get_ref<const std::string&>();
       if (s.empty()) return std::string("list items must not be empty");
       if (names && !NameOf(s, "A-Za-z_", "A-Za-z0-9_", s.size())) {
-        return Cat(Quoted(s), " is not an environment variable name (letters, digits and '_', "
-                              "not starting with a digit)");
+        return Cat(Quoted(s),
+                   " is not an environment variable name (letters, digits and '_', "
+                   "not starting with a digit)");
       }
     }
   }
@@ -896,7 +897,8 @@ Config Config::Parse(std::string_view text_view, const std::string& path) {
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     if (docs.size() > 1) {
-      FileError(path, docs[1].Mark(), "invalid YAML: a second document ('---'); the file holds one");
+      FileError(path, docs[1].Mark(),
+                "invalid YAML: a second document ('---'); the file holds one");
     }
     if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {

@@ -103,10 +103,14 @@ bool LinkInside(const std::vector<std::string>& parts, const std::string& target
 
 std::string Describe(const TarEntry& e) {
   switch (e.typeflag) {
-    case '3': return "a character device";
-    case '4': return "a block device";
-    case '6': return "a fifo";
-    default: return Cat("an entry of type ", Quoted(std::string(1, e.typeflag)));
+    case '3':
+      return "a character device";
+    case '4':
+      return "a block device";
+    case '6':
+      return "a fifo";
+    default:
+      return Cat("an entry of type ", Quoted(std::string(1, e.typeflag)));
   }
 }
 
@@ -128,7 +132,8 @@ void CopyData(int from, int64_t offset, int64_t n, int to, const std::string& wh
         for (ssize_t done = 0; done < c;) {
           ssize_t w = ::write(to, buf + done, static_cast<size_t>(c - done));
           if (w < 0 && errno == EINTR) continue;
-          if (w < 0) throw Error(kExitIoErr, Cat("cannot write ", what, ": ", std::strerror(errno)));
+          if (w < 0)
+            throw Error(kExitIoErr, Cat("cannot write ", what, ": ", std::strerror(errno)));
           done += w;
         }
         in += c;

@@ -70,8 +70,7 @@ std::string ResolveSandboxName(const std::string& flag) {
 std::vector<std::string> KnownSandboxes() {
   std::vector<std::string> out;
   for (auto& name : ListDir(SandboxesDir())) {
-    if (IsSandboxName(name) &&
-        PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"))) {
+    if (IsSandboxName(name) && PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"))) {
       out.push_back(std::move(name));
     }
   }

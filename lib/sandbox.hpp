@@ -105,8 +105,7 @@ class Sandbox {
   std::unique_ptr<SshConnection> Reset(Progress& progress, std::chrono::seconds timeout);
   void Delete();
   // Marks the start of a session; see SessionLease.
-  std::unique_ptr<SessionLease> BeginSession(
-      std::function<std::optional<std::string>()> keep = {});
+  std::unique_ptr<SessionLease> BeginSession(std::function<std::optional<std::string>()> keep = {});
 
   // Memory, disk, uptime and login state from inside the running sandbox.
   GuestFacts Inspect();

@@ -11,7 +11,6 @@
 namespace ss {
 namespace {
 
-
 bool Has(const std::vector<Snapshot>& snapshots, const std::string& name) {
   return std::any_of(snapshots.begin(), snapshots.end(),
                      [&](const Snapshot& s) { return s.name == name; });

@@ -26,10 +26,9 @@
 namespace ss {
 namespace {
 
-
-// diff(1) of each path read from stdin (each ends with a NUL): $1 is the source, $2 the copy. A symbolic
-// link is shown by its target, a device, fifo or socket by what it is (apply refuses those and
-// links that leave the project), and a change of the executable bit as git shows it.
+// diff(1) of each path read from stdin (each ends with a NUL): $1 is the source, $2 the copy. A
+// symbolic link is shown by its target, a device, fifo or socket by what it is (apply refuses those
+// and links that leave the project), and a change of the executable bit as git shows it.
 constexpr const char* kDiffScript = R"sh(src=$1 copy=$2
 what() {
   if [ -L "$1" ]; then printf 'symbolic link to %s' "$(readlink -- "$1")"
@@ -279,8 +278,8 @@ std::string DiffStat(std::string_view diff) {
 }
 
 CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
-                           const std::vector<ItemizedChange>& changes, const std::string& host_dir,
-                           const std::string& source) {
+                            const std::vector<ItemizedChange>& changes, const std::string& host_dir,
+                            const std::string& source) {
   std::set<std::string> files;
   std::vector<std::string> deleted;
   CrossingReport report;
@@ -304,10 +303,11 @@ CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
     for (const auto& f : files) list += f + '\0';
     // POSIX format: times keep their nanoseconds, so an applied file matches its copy for the
     // next comparison (which is to the nanosecond).
-    ReceivedArchive archive(conn,
-                            {"tar", "-C", CopyDir(project), "--format=posix", "--hard-dereference", "-cf",
-                             "-", "--no-recursion", "--null", "--verbatim-files-from", "-T", "-"},
-                            list);
+    ReceivedArchive archive(
+        conn,
+        {"tar", "-C", CopyDir(project), "--format=posix", "--hard-dereference", "-cf", "-",
+         "--no-recursion", "--null", "--verbatim-files-from", "-T", "-"},
+        list);
     if (archive.status() != 0) {
       std::string said(Trim(archive.error()));
       bool changing = said.find("No such file") != std::string::npos ||
@@ -316,8 +316,10 @@ CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
                   changing ? Cat("the working copy of '", project, "' changed while it was read")
                            : Cat("cannot read the changed files of '", project,
                                  "' (tar exited with status ", archive.status(), ")"),
-                  {}, {changing ? Cat("nothing was applied; run ss apply ", project, " again")
-                                : said.empty() ? "see the sandbox's logs" : said});
+                  {},
+                  {changing       ? Cat("nothing was applied; run ss apply ", project, " again")
+                   : said.empty() ? "see the sandbox's logs"
+                                  : said});
     }
     CrossingOptions options;
     options.only = &files;

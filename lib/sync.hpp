@@ -74,7 +74,7 @@ std::string DiffStat(std::string_view diff);
 // for are refused and listed) and removes there the files deleted in the copy, never following a
 // link; nothing else on the host is touched. `source` names the sandbox in messages.
 CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
-                           const std::vector<ItemizedChange>& changes, const std::string& host_dir,
-                           const std::string& source);
+                            const std::vector<ItemizedChange>& changes, const std::string& host_dir,
+                            const std::string& source);
 
 }  // namespace ss

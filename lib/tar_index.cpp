@@ -206,11 +206,23 @@ std::vector<TarEntry> Index(const Reader& in) {
     TarEntry e;
     e.typeflag = flag;
     switch (flag) {
-      case '0': case '\0': case '7': e.type = TarEntry::kFile; break;
-      case '5': e.type = TarEntry::kDirectory; break;
-      case '2': e.type = TarEntry::kSymlink; break;
-      case '1': e.type = TarEntry::kHardLink; break;
-      default: e.type = TarEntry::kOther; break;
+      case '0':
+      case '\0':
+      case '7':
+        e.type = TarEntry::kFile;
+        break;
+      case '5':
+        e.type = TarEntry::kDirectory;
+        break;
+      case '2':
+        e.type = TarEntry::kSymlink;
+        break;
+      case '1':
+        e.type = TarEntry::kHardLink;
+        break;
+      default:
+        e.type = TarEntry::kOther;
+        break;
     }
     if (flag == 'S' || pending.sparse) throw Bad{at, "a sparse file"};
     std::string name = Text(h, 100);
@@ -247,8 +259,8 @@ std::vector<TarEntry> IndexTar(int fd, const std::string& source) {
   try {
     return Index(Reader(fd, st.st_size));
   } catch (const Bad& bad) {
-    throw Error(kExitRemote, Cat(source, " sent a malformed archive (at byte ", bad.offset, ": ",
-                                 bad.why, ")"),
+    throw Error(kExitRemote,
+                Cat(source, " sent a malformed archive (at byte ", bad.offset, ": ", bad.why, ")"),
                 {}, {"nothing was written on the host; the sandbox's tar may have been replaced"});
   }
 }

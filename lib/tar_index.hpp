@@ -22,7 +22,7 @@ struct TarEntry {
   uint32_t mode = 0;  // the permission bits as sent (07777), never applied as they are
   int64_t size = 0;   // data bytes (kFile)
   struct timespec mtime {};
-  std::string link;       // a symlink's or hard link's target
+  std::string link;         // a symlink's or hard link's target
   int64_t data_offset = 0;  // where the data starts in the archive file
 };
 

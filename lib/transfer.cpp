@@ -94,9 +94,11 @@ RemoteStat StatRemote(SshConnection& conn, const std::string& path) {
   auto mode = w.size() == 4 ? Digits(w[1], 8) : std::nullopt;
   auto mtime = w.size() == 4 ? Digits(w[2], 10) : std::nullopt;
   auto size = w.size() == 4 ? Digits(w[3], 10) : std::nullopt;
-  if (!mode || !mtime || !size || w[0].size() != 1 || std::string("fdo").find(w[0][0]) == std::string::npos) {
-    throw Error(kExitRemote, Cat("the sandbox's stat answered something ss does not understand about ",
-                                 path, ": ", Quoted(std::string(Trim(r.out)).substr(0, 80))));
+  if (!mode || !mtime || !size || w[0].size() != 1 ||
+      std::string("fdo").find(w[0][0]) == std::string::npos) {
+    throw Error(kExitRemote,
+                Cat("the sandbox's stat answered something ss does not understand about ", path,
+                    ": ", Quoted(std::string(Trim(r.out)).substr(0, 80))));
   }
   s.type = w[0][0];
   s.mode = static_cast<mode_t>(*mode & 07777);
@@ -211,9 +213,8 @@ TransferResult Pull(SshConnection& conn, const std::string& remote, const std::s
                 {"name a file or directory in it"});
   }
   std::string name = Basename(path);
-  ReceivedArchive archive(
-      conn, {"tar", "-C", Dirname(path), "--format=posix", "--hard-dereference", "-cf", "-", "--",
-             name});
+  ReceivedArchive archive(conn, {"tar", "-C", Dirname(path), "--format=posix", "--hard-dereference",
+                                 "-cf", "-", "--", name});
   std::string said = std::string(Trim(archive.error()));
   if (archive.status() != 0) {
     if (said.find("No such file or directory") != std::string::npos) {
@@ -231,8 +232,9 @@ TransferResult Pull(SshConnection& conn, const std::string& remote, const std::s
   std::vector<TarEntry> entries = archive.Index(source);
   auto top = entries.empty() ? std::nullopt : SafeComponents(entries.front().path);
   if (!top || top->size() != 1 || (*top)[0] != name) {
-    throw Error(kExitRemote, Cat(source, " sent an archive that does not start with ", Quoted(name)),
-                {}, {"nothing was written on the host; the sandbox's tar may have been replaced"});
+    throw Error(kExitRemote,
+                Cat(source, " sent an archive that does not start with ", Quoted(name)), {},
+                {"nothing was written on the host; the sandbox's tar may have been replaced"});
   }
   const TarEntry& first = entries.front();
   if (first.type == TarEntry::kSymlink) {

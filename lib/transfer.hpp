@@ -27,8 +27,8 @@ class SshConnection;
 struct TransferResult {
   std::string destination;  // the path written
   bool directory = false;
-  int64_t bytes = 0;              // bytes sent (a tar stream for directories), or file data pulled
-  std::vector<Refusal> refused;   // pull: entries not written
+  int64_t bytes = 0;             // bytes sent (a tar stream for directories), or file data pulled
+  std::vector<Refusal> refused;  // pull: entries not written
 };
 
 // What a tar run in the sandbox writes to its stdout, kept in a private temporary file and
@@ -39,7 +39,7 @@ class ReceivedArchive {
                   const std::optional<std::string>& input = std::nullopt);
   ReceivedArchive(const ReceivedArchive&) = delete;
   ~ReceivedArchive();
-  int status() const { return status_; }       // tar's exit status
+  int status() const { return status_; }               // tar's exit status
   const std::string& error() const { return error_; }  // what it said on stderr
   // The entries; throws ss::Error(255) naming `source` when the archive is malformed.
   const std::vector<TarEntry>& Index(const std::string& source);

@@ -60,8 +60,8 @@ Options ParseArgs(const Args& args) {
   po::options_description desc;
   desc.add_options()("sandbox", po::value(&o.sandbox))("timeout", po::value(&o.timeout))(
       "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
-      "force", po::bool_switch(&o.force))(
-      "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
+      "force", po::bool_switch(&o.force))("help,h", po::bool_switch(&o.help))("words",
+                                                                              po::value(&o.words));
   ParseWithWords(args, desc);
   if (o.timeout <= 0) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));

@@ -241,8 +241,8 @@ int Apply(const Options& o, const Config& config) {
     return 0;
   }
   CrossingReport r = ApplyChanges(c.Get(), project, changes, host_dir, SandboxLabel(c));
-  std::cout << "Applied " << Count(changes.size() - r.refused.size(), "change", "changes")
-            << " to " << DisplayPath(host_dir) << ".\n";
+  std::cout << "Applied " << Count(changes.size() - r.refused.size(), "change", "changes") << " to "
+            << DisplayPath(host_dir) << ".\n";
   return ReportRefused(r.refused, "left as they are on the host");
 }
 
@@ -264,8 +264,9 @@ int Transfer(const Options& o, const Config& config) {
   }
   Connection c(o, config);
   std::string base = RemoteBase(o, config, c);
-  TransferResult r = push ? Push(c.Get(), o.words[1], RemotePath(o.words[2], base))
-                          : Pull(c.Get(), RemotePath(o.words[1], base), o.words[2], SandboxLabel(c));
+  TransferResult r = push
+                         ? Push(c.Get(), o.words[1], RemotePath(o.words[2], base))
+                         : Pull(c.Get(), RemotePath(o.words[1], base), o.words[2], SandboxLabel(c));
   std::cout << (push ? "Pushed " : "Pulled ") << (r.directory ? "directory " : "")
             << (push ? o.words[1] : RemotePath(o.words[1], base)) << " to "
             << (push ? "sandbox:" : "") << r.destination << "\n";

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <iomanip>
-#include <optional>
 #include <iostream>
+#include <optional>
 
 #include "backend.hpp"
 #include "backend_qemu.hpp"
@@ -278,16 +278,16 @@ int Reset(const Options& o, const Config& config) {
     return *sandbox;
   };
   UnappliedGuard guard(get, config, o.force, "reset");
-  std::string question = Cat(
-      "This will:\n"
-      "  • Stop the VM\n"
-      "  • Reset to fresh state\n"
-      "  • Require re-login to Claude Code, gh, vercel\n"
-      "\n",
-      guard.ProjectsLine(),
-      "\n"
-      "\n"
-      "Continue? [y/N]: ");
+  std::string question =
+      Cat("This will:\n"
+          "  • Stop the VM\n"
+          "  • Reset to fresh state\n"
+          "  • Require re-login to Claude Code, gh, vercel\n"
+          "\n",
+          guard.ProjectsLine(),
+          "\n"
+          "\n"
+          "Continue? [y/N]: ");
   if (!o.yes) {
     if (!Confirm(question, false)) {
       std::cout << "Cancelled.\n";
@@ -311,9 +311,9 @@ int Delete(const Options& o, const Config& config) {
                 {"list them: ss vm list"});
   }
   UnappliedGuard guard([&]() -> Sandbox& { return sandbox; }, config, o.force, "delete");
-  std::string question = Cat("Delete sandbox '", sandbox.name(),
-                             "'? Everything installed in it is lost.\n", guard.ProjectsLine(),
-                             " [y/N]: ");
+  std::string question =
+      Cat("Delete sandbox '", sandbox.name(), "'? Everything installed in it is lost.\n",
+          guard.ProjectsLine(), " [y/N]: ");
   if (!Confirm(question, o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;

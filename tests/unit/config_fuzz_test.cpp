@@ -122,10 +122,10 @@ TEST_F(ConfigFuzz, TheCorpusHasEveryKindOfDamage) {
 }
 
 TEST_F(ConfigFuzz, TheFilesYamlCppLetsThroughAreRefused) {
-  for (const char* text : {"version: 1\n---\nversion: 1\n", "version: 1\nbackend: !x docker\n",
-                           "version: 1\nagent:\n  command: \"claude\nupdates:\n  check: false\n",
-                           "version: 1\nbackend: docker\nbackend: lxd\n",
-                           "version: 1\nsecrets: [A B]\n"}) {
+  for (const char* text :
+       {"version: 1\n---\nversion: 1\n", "version: 1\nbackend: !x docker\n",
+        "version: 1\nagent:\n  command: \"claude\nupdates:\n  check: false\n",
+        "version: 1\nbackend: docker\nbackend: lxd\n", "version: 1\nsecrets: [A B]\n"}) {
     EXPECT_FALSE(Load(text).has_value()) << text;
   }
 }
@@ -139,9 +139,15 @@ TEST_F(ConfigFuzz, RandomMutations) {
     for (int i = 1 + static_cast<int>(rng() % 4); i > 0; --i) {
       size_t at = rng() % (text.size() + 1);
       switch (rng() % 3) {
-        case 0: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-        case 1: if (at < text.size()) text.erase(at, 1 + rng() % 5); break;
-        default: if (at < text.size()) text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 0:
+          text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        case 1:
+          if (at < text.size()) text.erase(at, 1 + rng() % 5);
+          break;
+        default:
+          if (at < text.size()) text[at] = alphabet[rng() % alphabet.size()];
+          break;
       }
     }
     Load(text);

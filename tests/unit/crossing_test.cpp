@@ -35,7 +35,10 @@ class TarBuilder {
     std::snprintf(h + 136, 12, "%011o", 1700000000u);
     h[156] = type;
     std::snprintf(h + 157, 100, "%s", link.c_str());
-    std::memcpy(h + 257, "ustar\0" "00", 8);
+    std::memcpy(h + 257,
+                "ustar\0"
+                "00",
+                8);
     std::memset(h + 148, ' ', 8);
     unsigned sum = 0;
     for (char c : h) sum += static_cast<unsigned char>(c);
@@ -160,8 +163,8 @@ TEST_F(CrossingTest, ALinkOnTheHostIsNeverWrittenThrough) {
 TEST_F(CrossingTest, AFileReplacesALinkOrAHardLinkInsteadOfWritingThroughIt) {
   ASSERT_EQ(::symlink((canary + "/secret").c_str(), (dest + "/a").c_str()), 0);
   ASSERT_EQ(::link((canary + "/secret").c_str(), (dest + "/b").c_str()), 0);
-  CrossingReport r = Cross(
-      TarBuilder().Add("a", '0', 0644, "new a\n").Add("b", '0', 0644, "new b\n").Done());
+  CrossingReport r =
+      Cross(TarBuilder().Add("a", '0', 0644, "new a\n").Add("b", '0', 0644, "new b\n").Done());
   EXPECT_TRUE(r.refused.empty());
   EXPECT_EQ(ReadFile(dest + "/a"), "new a\n");
   EXPECT_EQ(ReadFile(dest + "/b"), "new b\n");
@@ -273,10 +276,18 @@ TEST_F(CrossingTest, FuzzedArchivesNeverEscape) {
     for (int i = 0; i < edits; ++i) {
       size_t at = rng() % bytes.size();
       switch (rng() % 4) {
-        case 0: bytes[at] = static_cast<char>(rng()); break;
-        case 1: bytes[at] = "./\0 7x0L5"[rng() % 9]; break;
-        case 2: bytes.resize(at); break;
-        default: bytes.insert(at, std::string(rng() % 600, static_cast<char>(rng()))); break;
+        case 0:
+          bytes[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          bytes[at] = "./\0 7x0L5"[rng() % 9];
+          break;
+        case 2:
+          bytes.resize(at);
+          break;
+        default:
+          bytes.insert(at, std::string(rng() % 600, static_cast<char>(rng())));
+          break;
       }
       if (bytes.empty()) bytes = "x";
     }

@@ -15,7 +15,7 @@ namespace ss {
 namespace {
 
 TEST(HostCommands, EveryRowIsWellFormed) {
-  const std::set<std::string> steps = {"build",  "core", "image",  "lxd", "docker",
+  const std::set<std::string> steps = {"build",  "core", "image",  "lxd",  "docker",
                                        "podman", "qemu", "github", "test", "bench"};
   ASSERT_FALSE(HostCommands().empty());
   std::set<std::string> seen;
