@@ -316,7 +316,8 @@ void UpdateOnLaunch(const std::string& ss_update_path) {
           Warn(Cat("could not install the update to ", v, ": ", e.what()));
         }
         RemoveTree(staged);
-      } else if (lock) {
+      } else if (IsNewer(v) && !config.Bool("updates.auto_apply")) {
+        // Only telling needs no lock: a check still finishing in the background holds it.
         Note(Cat("Update available: ", CurrentVersion(), " -> ", v));
         Note("Run 'ss update' to install.");
       }

@@ -160,7 +160,11 @@ Updated to 1.3.0"
 # launch PROJECT: `ss PROJECT` from the prefix (it ends at the missing backend, after the check).
 launch() { run --separate-stderr "$PREFIX/bin/ss" "$@"; }
 wait_staged() {
-  for _ in $(seq 300); do [ -f "$SS_HOME/.ss/update/staged/VERSION" ] && return 0; sleep 0.1; done
+  for _ in $(seq 300); do
+    # staged, and the check that staged it has let go of the lock
+    [ -f "$SS_HOME/.ss/update/staged/VERSION" ] && flock -n "$SS_HOME/.ss/update/lock" true && return 0
+    sleep 0.1
+  done
   cat "$SS_HOME/.ss/update/log" >&2
   return 1
 }
