@@ -267,6 +267,11 @@ CrossingReport CrossInto(int archive_fd, const std::vector<TarEntry>& entries,
   return w.Finish();
 }
 
+Fd OpenParentBeneath(int root, const std::vector<std::string>& parts) {
+  if (parts.empty()) return Fd();
+  return OpenDir(root, parts, parts.size() - 1, false, 0, {}, nullptr);
+}
+
 bool RemoveBeneath(const std::string& dest, const std::string& path) {
   auto parts = SafeComponents(path);
   if (!parts || parts->empty()) return false;

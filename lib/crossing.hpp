@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "fd.hpp"
 #include "tar_index.hpp"
 
 namespace ss {
@@ -55,6 +56,11 @@ CrossingReport CrossInto(int archive_fd, const std::vector<TarEntry>& entries,
 // Removes the file (or symbolic link) `path` below `dest` without following any link on the
 // way; a directory is left alone. False when it was not there.
 bool RemoveBeneath(const std::string& dest, const std::string& path);
+
+// The directory holding the last of `parts` beneath the open directory `root`, every component
+// opened without following a link; invalid when one is missing, a link or not a directory
+// (errno says which: ENOENT, ELOOP or ENOTDIR).
+Fd OpenParentBeneath(int root, const std::vector<std::string>& parts);
 
 // The components of a name from the sandbox, or nullopt when it is absolute, has '..' or a NUL,
 // or names nothing ("./" and "." components are dropped).

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -16,28 +17,43 @@ namespace {
 
 using CtxPtr = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 
-std::string DigestFile(const std::string& path, const EVP_MD* md) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(errno)));
+// The digest of `length` bytes of `fd` from `offset` (to its end when length < 0), read with
+// pread; `what` names it in errors.
+std::string DigestFd(int fd, int64_t offset, int64_t length, const EVP_MD* md,
+                     const std::string& what) {
   CtxPtr ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), md, nullptr);
   char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+  while (length != 0) {
+    size_t want = length < 0 ? sizeof buf : static_cast<size_t>(std::min<int64_t>(length, sizeof buf));
+    ssize_t n = ::pread(fd, buf, want, offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(err)));
+    if (n < 0) throw Error(kExitIoErr, Cat("cannot read ", what, ": ", std::strerror(errno)));
+    if (n == 0) {
+      if (length < 0) break;
+      throw Error(kExitIoErr, Cat("cannot read ", what, ": it ended early"));
     }
-    if (n == 0) break;
     EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(n));
+    offset += n;
+    if (length > 0) length -= n;
   }
-  ::close(fd);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
+}
+
+std::string DigestFile(const std::string& path, const EVP_MD* md) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(errno)));
+  try {
+    std::string out = DigestFd(fd, 0, -1, md, Cat("'", path, "'"));
+    ::close(fd);
+    return out;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 std::string Hex(const std::string& bytes) {
@@ -60,6 +76,10 @@ std::string Sha256Hex(std::string_view data) {
 }
 
 std::string Sha256FileHex(const std::string& path) { return Hex(DigestFile(path, EVP_sha256())); }
+
+std::string Sha256FdHex(int fd, int64_t offset, int64_t length, const std::string& what) {
+  return Hex(DigestFd(fd, offset, length, EVP_sha256(), what));
+}
 
 std::string Sha512IntegrityOfFile(const std::string& path) {
   std::string raw = DigestFile(path, EVP_sha512());

@@ -44,13 +44,14 @@ std::string UtcStamp() {
 
 }  // namespace
 
-std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config) {
+std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config,
+                                         const std::string& sandbox) {
   std::vector<UnappliedWork> out;
   for (const auto& project : CopyModeProjects(config)) {
     // A copy exists once its store does; its layout is put back (mounts go with a restart).
     if (conn.Exec({"test", "-d", CopyStore(project)}).status != 0) continue;
-    PrepareWorkingCopy(conn, config, project);
-    size_t n = CopyChanges(conn, project).size();
+    PrepareWorkingCopy(conn, config, project, sandbox);
+    size_t n = UnappliedChanges(conn, config, project).size();
     if (n > 0) out.push_back({project, n});
   }
   return out;
@@ -121,7 +122,7 @@ UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, con
       return;
     }
   }
-  work_ = FindUnapplied(*conn_, config);
+  work_ = FindUnapplied(*conn_, config, sandbox_);
   if (work_.empty() || force) return;
   std::vector<std::string> details, hints;
   for (const auto& w : work_) {

@@ -21,11 +21,13 @@ class SshConnection;
 
 struct UnappliedWork {
   std::string project;
-  size_t files = 0;  // created, changed or deleted in the copy and not on the host
+  size_t files = 0;  // created, changed or deleted in the copy since its base
 };
 
-// Copy-mode projects whose working copy in the sandbox differs from its source.
-std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config);
+// Copy-mode projects whose working copy in `sandbox` has changes of its own since its base (see
+// UnappliedChanges in sync.hpp): what the user changed on the host meanwhile does not count.
+std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config,
+                                         const std::string& sandbox);
 
 // Saves `paths` (relative to ~/projects in the sandbox; a project's name saves its whole copy)
 // as the archive `name` in a new folder of $SS_HOME/rescued for this sandbox. Returns the

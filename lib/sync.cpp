@@ -7,14 +7,20 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <map>
 #include <set>
 
+#include "apply_base.hpp"
 #include "config.hpp"
 #include "crossing.hpp"
+#include "digest.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "output.hpp"
 #include "process.hpp"
+#include "project.hpp"
 #include "rescue.hpp"
 #include "sandbox.hpp"
 #include "ssh.hpp"
@@ -158,13 +164,20 @@ std::vector<std::string> AtRisk(const std::vector<ItemizedChange>& plan,
   return out;
 }
 
-SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
-                           const std::string& project, const SyncOptions& options) {
-  SyncReport report;
-  report.created = PrepareWorkingCopy(conn, config, project);
-  std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
-
-  // Files of the copy that changed since the last sync (or all of them, without a record).
+std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& config,
+                                          const std::string& project) {
+  std::string copy = CopyDir(project), base = BaseDir(project);
+  std::vector<std::string> changed;
+  if (conn.Exec({"test", "-d", base}).status == 0) {
+    ExecResult r = Checked(conn, Rsync(true, copy, base),
+                           Cat("cannot compare the working copy of '", project, "'"));
+    for (const auto& c : ParseItemized(r.out)) {
+      if (c.content()) changed.push_back(c.path);
+    }
+    return changed;
+  }
+  // A copy made by an older ss: what changed since the last sync (all of it, without a record).
+  std::string stamp = SyncStamp(project);
   bool have_stamp = conn.Exec({"test", "-e", stamp}).status == 0;
   std::vector<std::string> find = {"find", copy, "-mindepth", "1"};
   for (auto& a : FindPruneArgs(SyncExcludes(config))) find.push_back(a);
@@ -172,11 +185,21 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
   if (have_stamp) find.insert(find.end(), {"-cnewer", stamp});
   find.insert(find.end(), {"-printf", "%P\\0"});
   ExecResult found = Checked(conn, find, Cat("cannot look at the working copy of '", project, "'"));
-  std::vector<std::string> changed;
   for (auto& p : Split(found.out, '\0')) {
     if (!p.empty()) changed.push_back(p);
   }
+  return changed;
+}
 
+SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
+                           const std::string& project, const SyncOptions& options) {
+  SyncReport report;
+  struct timespec since {};
+  ::clock_gettime(CLOCK_REALTIME, &since);
+  report.created = PrepareWorkingCopy(conn, config, project, sandbox.name());
+  std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
+
+  std::vector<std::string> changed = UnappliedChanges(conn, config, project);
   if (!changed.empty() || options.dry_run) {
     ExecResult plan =
         Checked(conn, Rsync(true, src, copy), Cat("cannot plan the sync of '", project, "'"));
@@ -187,7 +210,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
   if (!report.at_risk.empty() && !options.force) {
     std::vector<std::string> details;
     for (size_t i = 0; i < report.at_risk.size() && i < 20; ++i) {
-      details.push_back(Cat("  ", report.at_risk[i]));
+      details.push_back(Cat("  ", Printable(report.at_risk[i])));
     }
     if (report.at_risk.size() > 20)
       details.push_back(Cat("  ... and ", report.at_risk.size() - 20, " more"));
@@ -197,7 +220,8 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
             " changed in the working copy of '", project, "'"),
         details,
         {Cat("see the changes: ss diff ", project),
-         Cat("keep them: ss apply ", project, " (copies them to the host project)"),
+         Cat("keep them: ss apply ", project,
+             " (brings what only the sandbox changed to the host project)"),
          Cat("replace them anyway, saved first: ss sync ", project, " --force")});
   }
   if (!report.at_risk.empty()) {
@@ -206,9 +230,11 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
     for (const auto& f : report.at_risk) paths.push_back(Cat(project, "/", f));
     report.saved_to = RescueToHost(conn, sandbox.name(), Cat(project, "-sync"), paths);
   }
+  ::clock_gettime(CLOCK_REALTIME, &since);
   ExecResult done = Checked(conn, Rsync(false, src, copy), Cat("cannot sync '", project, "'"));
   report.changes = ParseItemized(done.out);
   Checked(conn, {"touch", stamp}, "cannot record the sync");
+  RecordBase(conn, sandbox.name(), project, ProjectStore().ProjectPath(project), since);
   return report;
 }
 
@@ -277,59 +303,290 @@ std::string DiffStat(std::string_view diff) {
   return out;
 }
 
-CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
-                            const std::vector<ItemizedChange>& changes, const std::string& host_dir,
-                            const std::string& source) {
+char PlannedChange::Mark() const {
+  if (action == Action::kConflict) return 'C';
+  if (copy.kind == Version::kAbsent) return 'D';
+  if (host.kind == Version::kAbsent) return 'A';
+  return 'M';
+}
+
+size_t ApplyPlan::Count(Action a) const {
+  return static_cast<size_t>(std::count_if(changes.begin(), changes.end(),
+                                           [a](const PlannedChange& c) { return c.action == a; }));
+}
+
+ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::string& project,
+                    const std::string& host_dir, const std::string& source) {
+  ApplyPlan plan;
+  Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root.ok()) throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": no such directory"));
+  plan.base = CurrentBase(conn, sandbox, project);
   std::set<std::string> files;
-  std::vector<std::string> deleted;
-  CrossingReport report;
-  for (const auto& c : changes) {
+  for (const auto& c : CopyChanges(conn, project)) {
     auto parts = SafeComponents(c.path);
     if (!parts || parts->empty()) {
-      report.refused.push_back({c.path, "an absolute name or one with '..'"});
+      plan.refused.push_back({c.path, "an absolute name or one with '..'"});
       continue;
     }
-    if (c.deleting()) {
-      deleted.push_back(c.path);
-    } else {
-      files.insert(Join(*parts, "/"));
-    }
-  }
-  if (!IsDirectory(host_dir)) {
-    throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": no such directory"));
+    PlannedChange p;
+    p.path = Join(*parts, "/");
+    if (!c.deleting()) files.insert(p.path);
+    p.copy.kind = c.deleting() ? Version::kAbsent : Version::kUnknown;  // until it arrives
+    plan.changes.push_back(std::move(p));
   }
   if (!files.empty()) {
     std::string list;
     for (const auto& f : files) list += f + '\0';
     // POSIX format: times keep their nanoseconds, so an applied file matches its copy for the
     // next comparison (which is to the nanosecond).
-    ReceivedArchive archive(
+    plan.archive = std::make_unique<ReceivedArchive>(
         conn,
-        {"tar", "-C", CopyDir(project), "--format=posix", "--hard-dereference", "-cf", "-",
-         "--no-recursion", "--null", "--verbatim-files-from", "-T", "-"},
+        std::vector<std::string>{"tar", "-C", CopyDir(project), "--format=posix",
+                                 "--hard-dereference", "-cf", "-", "--no-recursion", "--null",
+                                 "--verbatim-files-from", "-T", "-"},
         list);
-    if (archive.status() != 0) {
-      std::string said(Trim(archive.error()));
+    if (plan.archive->status() != 0) {
+      std::string said(Trim(plan.archive->error()));
       bool changing = said.find("No such file") != std::string::npos ||
                       said.find("file changed as we read it") != std::string::npos;
       throw Error(changing ? kExitTempFail : kExitRemote,
                   changing ? Cat("the working copy of '", project, "' changed while it was read")
                            : Cat("cannot read the changed files of '", project,
-                                 "' (tar exited with status ", archive.status(), ")"),
+                                 "' (tar exited with status ", plan.archive->status(), ")"),
                   {},
                   {changing       ? Cat("nothing was applied; run ss apply ", project, " again")
                    : said.empty() ? "see the sandbox's logs"
                                   : said});
     }
+    plan.entries = plan.archive->Index(source);
+  }
+  // The copy's versions, from what arrived (the last entry of a name wins, as when written).
+  std::map<std::string, Version> arrived;
+  for (const auto& e : plan.entries) {
+    auto parts = SafeComponents(e.path);
+    if (!parts || parts->empty()) continue;
+    Version v;
+    if (e.type == TarEntry::kFile) {
+      v.kind = Version::kFile;
+      v.exec = (e.mode & S_IXUSR) != 0;
+      v.digest = Sha256FdHex(plan.archive->fd(), e.data_offset, e.size, "the archive");
+    } else if (e.type == TarEntry::kSymlink) {
+      v.kind = Version::kSymlink;
+      v.digest = Sha256Hex(e.link);
+    } else {
+      v.kind = Version::kOther;
+    }
+    arrived[Join(*parts, "/")] = v;
+  }
+  for (auto& p : plan.changes) {
+    if (auto it = arrived.find(p.path); it != arrived.end()) p.copy = it->second;
+    p.host = HostVersion(root.get(), p.path);
+    p.base = plan.base.At(p.path);
+    p.action = Decide(p.base, p.host, p.copy);
+  }
+  return plan;
+}
+
+std::string PlanDiff(SshConnection& conn, const std::string& project, const ApplyPlan& plan) {
+  std::vector<ItemizedChange> shown;
+  std::set<std::string> conflicts;
+  for (const auto& p : plan.changes) {
+    if (p.action != Action::kTake && p.action != Action::kConflict) continue;
+    shown.push_back({"", p.path});
+    if (p.action == Action::kConflict) conflicts.insert(p.path);
+  }
+  std::string diff = CopyDiff(conn, project, shown);
+  if (conflicts.empty()) return diff;
+  // Each conflict's diff, announced.
+  std::string out;
+  for (const auto& line : SplitLines(diff)) {
+    std::string_view l = line;
+    std::string path;
+    if (l.rfind("--- a/", 0) == 0) path = line.substr(6);
+    if (l.rfind("Binary files a/", 0) == 0) path = line.substr(15, line.find(" and b/") - 15);
+    if (l.rfind("mode change ", 0) == 0) path = line.substr(line.find(' ', 19) + 1);
+    if (!path.empty() && conflicts.erase(path)) {
+      out += Cat("# conflict: ", path, " changed on the host and in the sandbox since the last sync\n");
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+bool LooksBinary(std::string_view data) {
+  return data.substr(0, 8000).find('\0') != std::string_view::npos;
+}
+
+// Reads `n` bytes of `fd` from `offset`.
+std::string ReadRange(int fd, int64_t offset, int64_t n) {
+  std::string out(static_cast<size_t>(n), '\0');
+  int64_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, out.data() + done, static_cast<size_t>(n - done), offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw Error(kExitIoErr, "cannot read the archive from the sandbox");
+    done += r;
+  }
+  return out;
+}
+
+std::optional<std::string> ReadBeneath(int root, const std::string& path, struct stat* st) {
+  auto parts = SafeComponents(path);
+  if (!parts || parts->empty()) return std::nullopt;
+  Fd parent = OpenParentBeneath(root, *parts);
+  if (!parent.ok()) return std::nullopt;
+  Fd fd(::openat(parent.get(), parts->back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.ok() || ::fstat(fd.get(), st) != 0 || !S_ISREG(st->st_mode)) return std::nullopt;
+  return ReadRange(fd.get(), 0, st->st_size);
+}
+
+// Merges the conflicts of `plan` it can (three text files: base, host, copy) into the host
+// project with git merge-file; the base comes from the sandbox and is used only when its digest
+// is the recorded one. Returns the paths written, each with whether it holds conflict markers.
+std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
+                                                         const std::string& project,
+                                                         const ApplyPlan& plan, int root,
+                                                         const std::string& host_dir,
+                                                         const std::string& source) {
+  std::map<std::string, const TarEntry*> copies;
+  for (const auto& e : plan.entries) {
+    auto parts = SafeComponents(e.path);
+    if (parts && !parts->empty()) copies[Join(*parts, "/")] = &e;
+  }
+  std::vector<const PlannedChange*> wanted;
+  std::string list;
+  for (const auto& p : plan.changes) {
+    if (p.action != Action::kConflict || p.base.kind != Version::kFile ||
+        p.host.kind != Version::kFile || p.copy.kind != Version::kFile || !copies.count(p.path)) {
+      continue;
+    }
+    wanted.push_back(&p);
+    list += p.path + '\0';
+  }
+  std::vector<std::pair<std::string, bool>> out;
+  if (wanted.empty()) return out;
+  ReceivedArchive bases(conn,
+                        {"tar", "-C", BaseDir(project), "--format=posix", "-cf", "-",
+                         "--no-recursion", "--null", "--verbatim-files-from",
+                         "--ignore-failed-read", "-T", "-"},
+                        list);
+  std::map<std::string, std::string> base_text;
+  for (const auto& e : bases.Index(source)) {
+    auto parts = SafeComponents(e.path);
+    if (!parts || parts->empty() || e.type != TarEntry::kFile) continue;
+    base_text[Join(*parts, "/")] = ReadRange(bases.fd(), e.data_offset, e.size);
+  }
+  TempDir work;
+  for (const PlannedChange* p : wanted) {
+    auto b = base_text.find(p->path);
+    if (b == base_text.end() || Sha256Hex(b->second) != p->base.digest) continue;
+    const TarEntry& ce = *copies[p->path];
+    std::string theirs = ReadRange(plan.archive->fd(), ce.data_offset, ce.size);
+    struct stat st {};
+    auto ours = ReadBeneath(root, p->path, &st);
+    if (!ours || Sha256Hex(*ours) != p->host.digest) continue;  // changed since it was looked at
+    if (LooksBinary(b->second) || LooksBinary(theirs) || LooksBinary(*ours)) continue;
+    AtomicWrite(work.path() + "/host", *ours, 0600);
+    AtomicWrite(work.path() + "/base", b->second, 0600);
+    AtomicWrite(work.path() + "/sandbox", theirs, 0600);
+    ProcessResult r = Run({"git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "sandbox",
+                           work.path() + "/host", work.path() + "/base",
+                           work.path() + "/sandbox"});
+    if (r.timed_out || r.status > 127) continue;  // git's own failure: left as a conflict
+    // Written as the host file was (its mode), through the crossing, beside it and renamed over.
+    AtomicWrite(work.path() + "/merged", r.out, 0600);
+    Fd merged(::open((work.path() + "/merged").c_str(), O_RDONLY | O_CLOEXEC));
+    TarEntry e;
+    e.path = p->path;
+    e.type = TarEntry::kFile;
+    e.typeflag = '0';
+    e.mode = st.st_mode & 0777;
+    e.size = static_cast<int64_t>(r.out.size());
+    ::clock_gettime(CLOCK_REALTIME, &e.mtime);
+    CrossingReport w = CrossInto(merged.get(), {e}, host_dir, {});
+    if (!w.written.empty()) out.emplace_back(p->path, r.status != 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox, const std::string& project,
+                         ApplyPlan& plan, const std::string& host_dir, Resolution resolution,
+                         const std::string& source) {
+  ApplyReport report;
+  report.crossing.refused = plan.refused;
+  Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root.ok()) throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": no such directory"));
+  auto taken = [&](const PlannedChange& p) {
+    return p.action == Action::kTake ||
+           (p.action == Action::kConflict && resolution == Resolution::kTheirs);
+  };
+  std::set<std::string> files, asked;
+  std::vector<std::string> deleted;
+  for (const auto& p : plan.changes) {
+    if (p.copy.kind != Version::kAbsent) asked.insert(p.path);
+    if (!taken(p)) continue;
+    if (p.copy.kind == Version::kAbsent) {
+      deleted.push_back(p.path);
+    } else {
+      files.insert(p.path);
+    }
+  }
+  // What was asked for and stays on the host is left out; anything else the sandbox sent is
+  // refused (and listed) by the crossing.
+  std::vector<TarEntry> entries;
+  for (const auto& e : plan.entries) {
+    auto parts = SafeComponents(e.path);
+    std::string clean = parts ? Join(*parts, "/") : "";
+    if (asked.count(clean) && !files.count(clean)) continue;
+    entries.push_back(e);
+  }
+  std::set<std::string> done;
+  if (!files.empty()) {
     CrossingOptions options;
     options.only = &files;
-    CrossingReport written = CrossInto(archive.fd(), archive.Index(source), host_dir, options);
-    report.written = std::move(written.written);
-    report.bytes = written.bytes;
-    report.refused.insert(report.refused.end(), written.refused.begin(), written.refused.end());
+    CrossingReport written = CrossInto(plan.archive->fd(), entries, host_dir, options);
+    report.crossing.written = std::move(written.written);
+    report.crossing.bytes = written.bytes;
+    report.crossing.refused.insert(report.crossing.refused.end(), written.refused.begin(),
+                                   written.refused.end());
+    done.insert(report.crossing.written.begin(), report.crossing.written.end());
   }
   for (const auto& f : deleted) {
-    if (RemoveBeneath(host_dir, f)) report.written.push_back(f);
+    if (RemoveBeneath(host_dir, f)) report.crossing.written.push_back(f);
+    if (HostVersion(root.get(), f).kind == Version::kAbsent) done.insert(f);
+  }
+  std::map<std::string, bool> merged;
+  if (resolution == Resolution::kMerge) {
+    for (auto& [path, marked] : MergeConflicts(conn, project, plan, root.get(), host_dir, source)) {
+      merged[path] = marked;
+      (marked ? report.marked : report.merged).push_back(path);
+    }
+  }
+  // The base follows: what was taken is now the host's; what both sides agree on, too; a
+  // conflict resolved for the host or merged has the copy's version as its base, so the next
+  // sync may replace the copy.
+  std::vector<std::string> advanced;
+  for (const auto& p : plan.changes) {
+    bool ours = p.action == Action::kConflict && resolution == Resolution::kOurs;
+    if (done.count(p.path) || p.action == Action::kSame) {
+      struct stat st {};
+      Version now = HostVersion(root.get(), p.path, &st);
+      plan.base.Set(p.path, now, now.kind == Version::kAbsent ? nullptr : &st);
+      advanced.push_back(p.path);
+    } else if (ours || merged.count(p.path)) {
+      plan.base.Set(p.path, p.copy);
+      advanced.push_back(p.path);
+    } else if (p.action == Action::kConflict) {
+      report.conflicts.push_back(p.path);
+    }
+  }
+  if (plan.base.recorded()) {
+    plan.base.Save(sandbox, project);
+    report.base_advanced = AdvanceSandboxBase(conn, project, advanced);
   }
   return report;
 }

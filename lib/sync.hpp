@@ -5,14 +5,19 @@
 //
 // Nothing is lost: before `sync` deletes or overwrites a file of the copy that changed there
 // since the last sync (or exists only there), it lists those files and refuses; with `force` it
-// first saves exactly those files on the host (rescue.hpp) and says where.
+// first saves exactly those files on the host (rescue.hpp) and says where. `apply` is three-way
+// against the base each sync records (apply_base.hpp): it brings what only the agent changed,
+// leaves what only the user changed, and lists what both changed as conflicts.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "apply_base.hpp"
 #include "crossing.hpp"
+#include "transfer.hpp"
 
 namespace ss {
 
@@ -69,12 +74,58 @@ std::string CopyDiff(SshConnection& conn, const std::string& project,
 // git-style --stat lines of a unified diff: " path | 3 ++-" and the summary line.
 std::string DiffStat(std::string_view diff);
 
-// Brings the copy's created and modified files into `host_dir` through crossing.hpp (modes
-// without setuid bits, times kept; links out of the project, device files and anything not asked
-// for are refused and listed) and removes there the files deleted in the copy, never following a
-// link; nothing else on the host is touched. `source` names the sandbox in messages.
-CrossingReport ApplyChanges(SshConnection& conn, const std::string& project,
-                            const std::vector<ItemizedChange>& changes, const std::string& host_dir,
-                            const std::string& source);
+// What the copy changed since its base (see apply_base.hpp), as rsync sees it against the
+// sandbox's copy of the base; without one (a copy made by an older ss), what changed in the copy
+// since the last sync. Paths relative to the copy; deletions included.
+std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& config,
+                                          const std::string& project);
+
+// One path where the host project and the copy differ, and what apply does with it.
+struct PlannedChange {
+  std::string path;
+  Action action = Action::kSame;
+  Version base, host, copy;
+  // 'A' made in the copy, 'D' deleted there, 'M' changed, 'C' a conflict.
+  char Mark() const;
+};
+
+// The three-way view of a working copy: every difference between the host project and the copy,
+// decided against the recorded base, with the copy's versions fetched (untrusted) for apply.
+struct ApplyPlan {
+  std::vector<PlannedChange> changes;
+  std::vector<Refusal> refused;  // names the sandbox sent that cannot be a path below the project
+  BaseRecord base;
+  std::unique_ptr<ReceivedArchive> archive;
+  std::vector<TarEntry> entries;
+  size_t Count(Action a) const;
+};
+ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::string& project,
+                    const std::string& host_dir, const std::string& source);
+
+// A unified diff of the changes apply would bring and of the conflicts ("a/PATH" the host,
+// "b/PATH" the copy), each conflict announced by a line "# conflict: PATH changed on the host
+// and in the sandbox since the last sync".
+std::string PlanDiff(SshConnection& conn, const std::string& project, const ApplyPlan& plan);
+
+// What apply does with conflicts: leave them (listed), keep the host's version, take the
+// copy's, or merge text with git merge-file (conflict markers where both changed the same lines).
+enum class Resolution { kNone, kOurs, kTheirs, kMerge };
+
+struct ApplyReport {
+  CrossingReport crossing;             // written (and deleted), refused
+  std::vector<std::string> conflicts;  // left as they are on the host
+  std::vector<std::string> merged;     // merged without a clash
+  std::vector<std::string> marked;     // written with conflict markers
+  bool base_advanced = true;           // the sandbox's copy of the base followed
+};
+
+// Brings the copy's changes of `plan` into `host_dir` through crossing.hpp (modes without setuid
+// bits, times kept; links out of the project, device files and anything not asked for refused
+// and listed); removes there what the copy deleted, never following a link. Nothing the user
+// changed since the base is touched unless `resolution` says so. The base record follows what
+// was applied. `source` names the sandbox in messages.
+ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox, const std::string& project,
+                         ApplyPlan& plan, const std::string& host_dir, Resolution resolution,
+                         const std::string& source);
 
 }  // namespace ss

@@ -1,7 +1,11 @@
 #include "working_copy.hpp"
 
+#include <ctime>
+
+#include "apply_base.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "project.hpp"
 #include "resources.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
@@ -45,7 +49,10 @@ std::string RenderSyncExclude(const std::vector<std::string>& patterns) {
   return text;
 }
 
-bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::string& project) {
+bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::string& project,
+                        const std::string& sandbox) {
+  struct timespec since {};
+  ::clock_gettime(CLOCK_REALTIME, &since);
   ExecOptions options;
   options.input = RenderSyncExclude(SyncExcludes(config));
   ExecResult r = conn.Exec(
@@ -64,7 +71,9 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::st
                           "' in the sandbox: ", Trim(r.err)),
                 {}, {"working-copy mode needs mount(8) as root in the sandbox"});
   }
-  return Trim(r.out) == "created";
+  if (Trim(r.out) != "created") return false;
+  RecordBase(conn, sandbox, project, ProjectStore().ProjectPath(project), since);
+  return true;
 }
 
 }  // namespace ss

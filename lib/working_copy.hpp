@@ -6,6 +6,7 @@
 //   ~/projects/NAME      the writable copy (stored in ~/.ss/copies/NAME, bound over the shared
 //                        folder's entry, so every tool finds the project where it always is)
 //   ~/.ss/sync/NAME.stamp  touched after each sync: what changed in the copy since is newer
+//   ~/.ss/bases/NAME     what the copy was last made from (apply_base.hpp)
 //
 // The sync exclusion list is defined once, as sync.exclude in config.yaml, and reaches the
 // sandbox as one file that every sync reads:
@@ -46,8 +47,10 @@ std::vector<std::string> SyncExcludes(const Config& config);
 std::string RenderSyncExclude(const std::vector<std::string>& patterns);
 
 // Installs /etc/ss/sync-exclude when it changed and, for a non-empty `project`, makes the
-// working-copy layout above (the first time, the copy is filled from the source). Returns true
-// when the copy was created now. Throws ss::Error(69) when the sandbox cannot mount.
-bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::string& project);
+// working-copy layout above (the first time, the copy is filled from the source, and its base
+// recorded for `sandbox`: apply_base.hpp). Returns true when the copy was created now. Throws
+// ss::Error(69) when the sandbox cannot mount.
+bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::string& project,
+                        const std::string& sandbox);
 
 }  // namespace ss

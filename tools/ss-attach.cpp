@@ -175,7 +175,7 @@ class Session {
       std::unique_ptr<SshConnection> conn = sandbox().TryConnect();
       if (!conn) return std::nullopt;  // not running: nothing to look at
       std::vector<std::string> names;
-      for (const auto& w : FindUnapplied(*conn, config_)) names.push_back(w.project);
+      for (const auto& w : FindUnapplied(*conn, config_, name_)) names.push_back(w.project);
       if (names.empty()) return std::nullopt;
       return Cat("working copies have changes not yet applied (", Join(names, ", "),
                  "); bring them to the host with ss apply, then remove it: ss vm delete --sandbox ",
@@ -250,7 +250,7 @@ class Session {
   // read-only source in place first (they do not survive a restart of the sandbox).
   std::string Dir(const std::string& project) {
     if (!project.empty() && IsCopyMode(config_, project)) {
-      PrepareWorkingCopy(Connect(), config_, project);
+      PrepareWorkingCopy(Connect(), config_, project, name_);
     }
     return ProjectDir(project);
   }

@@ -33,8 +33,11 @@ Commands:
   sync [PROJECT]        refresh the working copy from the host project (rsync --delete,
                         leaving out sync.exclude); refuses to replace changes made in the
                         copy unless --force, which saves them first
-  diff [PROJECT]        what changed in the working copy against the source (--stat)
-  apply [PROJECT]       copy the working copy's changes into the host project (--yes)
+  diff [PROJECT]        what apply would bring: the copy's changes since the last sync, and
+                        conflicts (changed on the host too), as a diff (--stat)
+  apply [PROJECT]       bring the copy's changes since the last sync to the host project
+                        (--yes); what changed on the host too is a conflict, left there
+                        unless --ours, --theirs or --merge
   push LOCAL REMOTE     copy a file or directory into the sandbox
   pull REMOTE LOCAL     copy a file or directory out of the sandbox
 
@@ -51,6 +54,10 @@ Options:
   --timeout SECONDS     how long to wait for the sandbox to start (default 60)
   --json                sync: print one JSON document (see ss-json(7))
   -y, --yes             apply: do not ask for confirmation
+  --ours                apply: settle conflicts with the host's version
+  --theirs              apply: settle conflicts with the sandbox's version
+  --merge               apply: merge conflicting text (git merge-file; conflict markers where
+                        both changed the same lines)
   -h, --help            show this help
 )";
 
@@ -64,6 +71,7 @@ struct Options {
   int timeout = 60;
   bool json = false;
   bool yes = false;
+  bool ours = false, theirs = false, merge = false;
   bool help = false;
 };
 
@@ -74,6 +82,8 @@ Options ParseArgs(const Args& args) {
       "force", po::bool_switch(&o.force))("dry-run,n", po::bool_switch(&o.dry_run))(
       "stat", po::bool_switch(&o.stat))("timeout", po::value(&o.timeout))(
       "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
+      "ours", po::bool_switch(&o.ours))("theirs", po::bool_switch(&o.theirs))(
+      "merge", po::bool_switch(&o.merge))(
       "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
   ParseWithWords(args, desc);
   if (o.timeout <= 0) {
@@ -205,52 +215,117 @@ int Sync(const Options& o, const Config& config) {
   return 0;
 }
 
+// The plan of `project`: its copy in place, every difference decided against the base.
+ApplyPlan Plan(Connection& c, const Config& config, const std::string& project,
+               const std::string& host_dir) {
+  PrepareWorkingCopy(c.Get(), config, project, c.sandbox().name());
+  return PlanApply(c.Get(), c.sandbox().name(), project, host_dir, SandboxLabel(c));
+}
+
+// What stays on the host because only the user changed it, and why the base may be unknown.
+void NoteKept(const ApplyPlan& plan, const std::string& project) {
+  size_t kept = plan.Count(Action::kKeepHost);
+  if (kept > 0) {
+    Note(Cat("Changed only on the host since the last sync (kept; ss sync ", project,
+             " brings them to the copy): ", Count(kept, "file", "files"), "."));
+  }
+  if (!plan.base.recorded() && plan.Count(Action::kConflict) > 0) {
+    Note(Cat("There is no record of what the copy was made from (a sandbox restored, or a copy "
+             "from an older ss): every difference is a conflict until ss sync ",
+             project, " records one."));
+  }
+}
+
 int Diff(const Options& o, const Config& config) {
   if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
   std::string project = RequireProject(o.words.size() == 2 ? o.words[1] : o.project, "diff");
   RequireCopyMode(config, project);
   Connection c(o, config);
-  PrepareWorkingCopy(c.Get(), config, project);
-  auto changes = CopyChanges(c.Get(), project);
-  std::string diff = CopyDiff(c.Get(), project, changes);
-  if (diff.empty()) return 0;
-  std::cout << Printable(o.stat ? DiffStat(diff) : diff, true);
+  ApplyPlan plan = Plan(c, config, project, ProjectStore().ProjectPath(project));
+  std::string diff = PlanDiff(c.Get(), project, plan);
+  if (!diff.empty()) std::cout << Printable(o.stat ? DiffStat(diff) : diff, true) << std::flush;
+  NoteKept(plan, project);
   return 0;
+}
+
+Resolution ChosenResolution(const Options& o) {
+  int n = o.ours + o.theirs + o.merge;
+  if (n > 1) throw Error(kExitUsage, "choose one of --ours, --theirs and --merge");
+  return o.ours ? Resolution::kOurs : o.theirs ? Resolution::kTheirs
+                                     : o.merge  ? Resolution::kMerge
+                                                : Resolution::kNone;
 }
 
 int Apply(const Options& o, const Config& config) {
   if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
   std::string project = RequireProject(o.words.size() == 2 ? o.words[1] : o.project, "apply");
   RequireCopyMode(config, project);
+  Resolution resolution = ChosenResolution(o);
   Connection c(o, config);
-  PrepareWorkingCopy(c.Get(), config, project);
-  auto changes = CopyChanges(c.Get(), project);
-  if (changes.empty()) {
+  std::string host_dir = ProjectStore().ProjectPath(project);
+  ApplyPlan plan = Plan(c, config, project, host_dir);
+  size_t takes = plan.Count(Action::kTake), conflicts = plan.Count(Action::kConflict);
+  if (plan.changes.empty() && plan.refused.empty()) {
     std::cout << "Nothing to apply: the working copy of '" << project << "' matches its source.\n";
     return 0;
   }
-  std::string host_dir = ProjectStore().ProjectPath(project);
+  if (takes == 0 && conflicts == 0 && plan.refused.empty()) {
+    std::cout << "Nothing to apply: the working copy of '" << project
+              << "' has no changes of its own since the last sync.\n";
+    NoteKept(plan, project);
+    return 0;
+  }
   std::cout << "Changes in the working copy of '" << project << "':\n";
-  for (const auto& ch : changes) {
-    char mark = ch.deleting() ? 'D' : ch.created() ? 'A' : 'M';
-    std::cout << "  " << mark << " " << Printable(ch.path) << "\n";
+  for (const auto& p : plan.changes) {
+    if (p.action != Action::kTake && p.action != Action::kConflict) continue;
+    std::cout << "  " << p.Mark() << " " << Printable(p.path)
+              << (p.action == Action::kConflict ? "  (changed on the host too)" : "") << "\n";
   }
   std::cout.flush();
-  if (!Confirm(Cat("Apply them to ", DisplayPath(host_dir), "? [y/N]: "), o.yes)) {
+  NoteKept(plan, project);
+  if (takes == 0 && plan.refused.empty() && resolution == Resolution::kNone) {
+    // Nothing to ask: only conflicts, and no way chosen to settle them.
+  } else if (!Confirm(Cat("Apply them to ", DisplayPath(host_dir), "? [y/N]: "), o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;
   }
-  CrossingReport r = ApplyChanges(c.Get(), project, changes, host_dir, SandboxLabel(c));
-  std::cout << "Applied " << Count(changes.size() - r.refused.size(), "change", "changes") << " to "
-            << DisplayPath(host_dir) << ".\n";
-  return ReportRefused(r.refused, "left as they are on the host");
+  ApplyReport r = ApplyPlanned(c.Get(), c.sandbox().name(), project, plan, host_dir, resolution,
+                               SandboxLabel(c));
+  if (!r.crossing.written.empty() || takes > 0) {
+    std::cout << "Applied " << Count(r.crossing.written.size(), "change", "changes") << " to "
+              << DisplayPath(host_dir) << ".\n";
+  }
+  for (const auto& m : r.merged) std::cout << "Merged " << Printable(m) << ".\n";
+  int status = ReportRefused(r.crossing.refused, "left as they are on the host");
+  if (!r.marked.empty()) {
+    Warn(Cat("merged with conflict markers (<<<<<<< host, >>>>>>> sandbox), to settle in the ",
+             r.marked.size() == 1 ? "file:" : "files:"));
+    for (const auto& m : r.marked) Note(Cat("  ", Printable(m)));
+    status = kExitFailure;
+  }
+  if (!r.conflicts.empty()) {
+    Warn(Cat("left ", Count(r.conflicts.size(), "conflict", "conflicts"),
+             " as on the host (changed there and in the sandbox since the last sync):"));
+    for (const auto& f : r.conflicts) Note(Cat("  ", Printable(f)));
+    Note(Cat("hint: see them: ss diff ", project));
+    Note(Cat("hint: keep the host's versions: ss apply ", project, " --ours"));
+    Note(Cat("hint: take the sandbox's: ss apply ", project, " --theirs"));
+    Note(Cat("hint: merge text, with conflict markers where both changed a line: ss apply ",
+             project, " --merge"));
+    status = kExitFailure;
+  }
+  if (!r.base_advanced) {
+    Warn(Cat("could not record this in the sandbox (is its disk full?); the next ss sync ", project,
+             " may list these files as changed in the copy"));
+  }
+  return status;
 }
 
 std::string RemoteBase(const Options& o, const Config& config, Connection& c) {
   std::string project = o.project.empty() ? ProjectOfCwd() : o.project;
   if (project.empty()) return "/home/sandbox";
   project = RequireProject(project, o.words[0]);
-  if (IsCopyMode(config, project)) PrepareWorkingCopy(c.Get(), config, project);
+  if (IsCopyMode(config, project)) PrepareWorkingCopy(c.Get(), config, project, c.sandbox().name());
   return CopyDir(project);
 }
 
@@ -293,7 +368,7 @@ int Complete(const Args& words) {
     for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
   }
   for (const char* f : {"--sandbox", "--project", "--force", "--dry-run", "--stat", "--timeout",
-                        "--json", "--yes", "--help"}) {
+                        "--json", "--yes", "--ours", "--theirs", "--merge", "--help"}) {
     std::cout << f << "\n";
   }
   return 0;

@@ -188,6 +188,80 @@ gone"
   assert_output "Nothing to apply: the working copy of 'sn-app' matches its source."
 }
 
+@test "apply is three-way: the user's work stays, both-changed is a conflict; --ours, --theirs, --merge settle it" {
+  as_owner sh -c "cd '$P' && printf '1\n2\n3\n' > agent.txt && printf '1\n2\n3\n' > both.txt &&
+    printf '1\n2\n3\n' > clash.txt && echo base > ours.txt && echo base > theirs.txt && echo base > user.txt"
+  ss sync sn-app
+  # The user, on the host, after the sync: a new file, a line added, an edit the agent also made.
+  as_owner sh -c "cd '$P' && echo mine > user-new.txt && printf 'base\nmore\n' > user.txt &&
+    printf '1\n2\n3\nhost\n' > both.txt && printf '1\nhost\n3\n' > clash.txt &&
+    echo host > ours.txt && echo host > theirs.txt"
+  in_sandbox 'cd ~/projects/sn-app && printf "agent\n2\n3\n" > agent.txt && printf "agent\n2\n3\n" > both.txt &&
+    printf "1\nagent\n3\n" > clash.txt && echo agent > ours.txt && echo agent > theirs.txt'
+  run --separate-stderr ss diff sn-app
+  assert_success
+  assert_line "+agent"
+  assert_line "# conflict: both.txt changed on the host and in the sandbox since the last sync"
+  [[ "$output" != *"user"* ]] || { echo "$output"; false; }
+  assert_equal "$stderr" "Changed only on the host since the last sync (kept; ss sync sn-app brings them to the copy): 2 files."
+  run --separate-stderr ss apply sn-app --yes
+  assert_failure 1
+  assert_line "  M agent.txt"
+  assert_line "  C both.txt  (changed on the host too)"
+  [[ "$stderr" == *"ss-sync: warning: left 4 conflicts as on the host"* ]] || { echo "$stderr"; false; }
+  [[ "$stderr" == *"hint: merge text, with conflict markers where both changed a line: ss apply sn-app --merge"* ]]
+  # What only the agent changed arrived; the user's work is all there; conflicts untouched.
+  assert_equal "$(cat "$P/agent.txt")" "$(printf 'agent\n2\n3')"
+  assert_equal "$(cat "$P/user-new.txt")" "mine"
+  assert_equal "$(cat "$P/user.txt")" "$(printf 'base\nmore')"
+  assert_equal "$(cat "$P/both.txt")" "$(printf '1\n2\n3\nhost')"
+  run ss apply sn-app --ours --theirs
+  assert_failure 64
+  # One at a time: settle ours.txt for the host by hand-picking the others away first.
+  run --separate-stderr ss apply sn-app --merge --yes
+  assert_failure 1
+  assert_line "Merged both.txt."
+  assert_equal "$(cat "$P/both.txt")" "$(printf 'agent\n2\n3\nhost')"
+  [[ "$stderr" == *"merged with conflict markers"*"  clash.txt"* ]] || { echo "$stderr"; false; }
+  grep -qx '<<<<<<< host' "$P/clash.txt"
+  grep -qx '>>>>>>> sandbox' "$P/clash.txt"
+  # ours.txt and theirs.txt hold one line each: merged with markers too. Put them back, settle
+  # them each way.
+  as_owner sh -c "cd '$P' && echo host > ours.txt && echo host > theirs.txt"
+  in_sandbox 'cd ~/projects/sn-app && echo agent2 > ours.txt && echo agent2 > theirs.txt'
+  run ss apply sn-app --ours --yes
+  assert_success
+  assert_equal "$(cat "$P/ours.txt")" "host"
+  assert_equal "$(cat "$P/theirs.txt")" "host"
+  # Settled for the host: the next sync replaces the copy's versions without --force.
+  as_owner sh -c "printf 'settled\n' > '$P/clash.txt'"
+  run ss sync sn-app
+  assert_success
+  run in_sandbox 'cat ~/projects/sn-app/ours.txt ~/projects/sn-app/user-new.txt ~/projects/sn-app/clash.txt'
+  assert_output "host
+mine
+settled"
+  as_owner sh -c "echo host3 > '$P/theirs.txt'"
+  in_sandbox 'echo agent3 > ~/projects/sn-app/theirs.txt'
+  run ss apply sn-app --theirs --yes
+  assert_success
+  assert_equal "$(cat "$P/theirs.txt")" "agent3"
+  run ss apply sn-app --yes
+  assert_output "Nothing to apply: the working copy of 'sn-app' matches its source."
+  # A deletion in the copy of a file the user changed is a conflict too, and the file stays.
+  in_sandbox 'rm ~/projects/sn-app/user.txt'
+  as_owner sh -c "echo again >> '$P/user.txt'"
+  run ss apply sn-app --yes
+  assert_failure 1
+  assert_line "  C user.txt  (changed on the host too)"
+  assert_file_exists "$P/user.txt"
+  run ss apply sn-app --ours --yes
+  assert_success
+  ss sync sn-app
+  run in_sandbox 'tail -1 ~/projects/sn-app/user.txt'
+  assert_output "again"
+}
+
 @test "push and pull: binary files and directories round-trip with their modes; overwrite overwrites" {
   t="$BATS_TEST_TMPDIR"
   head -c 1048577 /dev/urandom > "$t/blob.bin"
