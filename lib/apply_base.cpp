@@ -285,7 +285,7 @@ void RecordBase(SshConnection& conn, const std::string& sandbox, const std::stri
     return r;
   };
   run({"mkdir", "-p", base});
-  run({"rsync", "-a", "--delete", Cat("--exclude-from=", kSyncExcludeFile),
+  run({"rsync", "-a", "--delete", "--checksum", Cat("--exclude-from=", kSyncExcludeFile),
        SourceDir(project) + "/", base + "/"});
   ExecResult listed = run({"find", base, "-mindepth", "1", "!", "-type", "d", "-printf", "%P\\0"});
   std::vector<std::string> paths;
@@ -314,7 +314,9 @@ bool AdvanceSandboxBase(SshConnection& conn, const std::string& project,
   ExecOptions o;
   o.input = "";
   for (const auto& p : paths) *o.input += p + '\0';
-  ExecResult r = conn.Exec({"rsync", "-a", "--from0", "--files-from=-", "--delete-missing-args",
+  // Every file named is copied (--ignore-times): its time says nothing about its content.
+  ExecResult r = conn.Exec({"rsync", "-a", "--ignore-times", "--from0", "--files-from=-",
+                            "--delete-missing-args",
                             CopyDir(project) + "/", BaseDir(project) + "/"},
                            o);
   return r.status == 0;

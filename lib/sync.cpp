@@ -59,13 +59,14 @@ done
 exit 0
 )sh";
 
-// Times are compared to the nanosecond (--modify-window=-1): rsync's default, whole seconds, takes
-// a file changed within the second of the last sync, at the same size, for unchanged.
+// Files are compared by content (--checksum), never by size and time alone: a file's time comes
+// from a clock that advances in ticks of milliseconds, so an edit of the same size made in the
+// same tick on the other side would look unchanged (and be overwritten, or its base misrecorded).
 std::vector<std::string> Rsync(bool dry_run, const std::string& from, const std::string& to) {
   std::vector<std::string> argv = {"rsync",
                                    "-a",
                                    "--delete",
-                                   "--modify-window=-1",
+                                   "--checksum",
                                    Cat("--exclude-from=", kSyncExcludeFile),
                                    "--out-format=%i %n"};
   if (dry_run) argv.push_back("--dry-run");

@@ -262,6 +262,26 @@ settled"
   assert_output "again"
 }
 
+@test "property: random edits on both sides, sync, diff and apply in random order; no edit is lost" {
+  ss new sn-prop --copy >/dev/null
+  ss sync sn-prop >/dev/null
+  local host port
+  host=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.host)
+  port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
+  # 1,000 rounds where a round costs least; fewer where each ss command starts a slower machine.
+  local rounds
+  case "$SS_E2E_BACKEND" in docker) rounds=1000 ;; qemu) rounds=50 ;; *) rounds=200 ;; esac
+  run python3 "$BATS_TEST_DIRNAME/apply_property.py" "$SS_HOME/projects/sn-prop" sn-prop \
+    "${SS_E2E_PROPERTY_ROUNDS:-$rounds}" "${SS_E2E_PROPERTY_SEED:-$RANDOM}" -- \
+    ssh -q -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
+    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$SS_HOME/.ss/sandboxes/$SANDBOX/known_hosts" \
+    -p "$port" "sandbox@$host" --
+  echo "$output" >&3
+  assert_success
+  assert_line --partial "losses: 0"
+  ss delete sn-prop --yes >/dev/null
+}
+
 @test "push and pull: binary files and directories round-trip with their modes; overwrite overwrites" {
   t="$BATS_TEST_TMPDIR"
   head -c 1048577 /dev/urandom > "$t/blob.bin"
