@@ -108,7 +108,7 @@ Version HostVersion(int root, const std::string& path, struct stat* out) {
 
 Action Decide(const Version& base, const Version& host, const Version& copy) {
   if (host == copy) return Action::kSame;
-  if (base.kind == Version::kUnknown) return Action::kConflict;
+  if (base.kind == Version::kUnknown || copy.kind == Version::kUnknown) return Action::kConflict;
   if (base == host) return Action::kTake;
   if (base == copy) return Action::kKeepHost;
   return Action::kConflict;

@@ -48,7 +48,7 @@ enum class Action {
   kSame,      // host and copy agree: nothing to do
   kTake,      // only the agent changed it: the copy's version goes to the host
   kKeepHost,  // only the user changed it (or made it, unseen by the agent): it stays
-  kConflict,  // both changed it differently, or the base is unknown
+  kConflict,  // both changed it differently, or the base (or the copy's version) is unknown
 };
 Action Decide(const Version& base, const Version& host, const Version& copy);
 
