@@ -714,6 +714,41 @@ std::optional<std::string> EditText(const std::string& text, const std::vector<s
   return text.substr(0, end + 1) + insert + text.substr(end + 1);
 }
 
+// The text without the key at `parts` and its value (block style only): nullopt when the file's
+// shape is not one this edit handles, the text itself when the key is not there.
+std::optional<std::string> RemoveText(const std::string& text,
+                                      const std::vector<std::string>& parts) {
+  YAML::Node root = YAML::Load(text);
+  if (!root.IsMap()) return root.IsNull() ? std::optional<std::string>(text) : std::nullopt;
+  // reset(), not '=': assigning a Node writes through to the node it refers to.
+  YAML::Node node, key_node;
+  node.reset(root);
+  for (size_t depth = 0; depth < parts.size(); ++depth) {
+    if (!node.IsMap()) return text;
+    if (node.Style() == YAML::EmitterStyle::Flow) return std::nullopt;
+    YAML::Node found_key, found_value;
+    bool found = false;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == parts[depth]) {
+        found_key.reset(it->first);
+        found_value.reset(it->second);
+        found = true;
+      }
+    }
+    if (!found) return text;
+    key_node.reset(found_key);
+    node.reset(found_value);
+  }
+  std::vector<Line> lines = LinesOf(text);
+  size_t kline = LineIndexAt(lines, static_cast<size_t>(key_node.Mark().pos));
+  if (Indent(text, lines[kline]) != static_cast<size_t>(key_node.Mark().column)) {
+    return std::nullopt;  // not the first thing on its line
+  }
+  size_t end = BlockValueEnd(text, lines, kline, static_cast<size_t>(key_node.Mark().column));
+  if (end >= text.size()) return text.substr(0, lines[kline].begin);
+  return text.substr(0, lines[kline].begin) + text.substr(end + 1);
+}
+
 // Full rewrite for shapes the text edit does not handle (flow-style sections, block scalars):
 // the values survive, the leading comment block survives, other comments do not.
 std::string Rewrite(const std::string& text, const std::vector<std::string>& parts,
@@ -1041,6 +1076,53 @@ std::pair<std::string, Json> SetConfigValue(const std::string& path, std::string
   }
   AtomicWrite(path, *edited, 0644);
   return {canonical, value};
+}
+
+void UnsetConfigSection(const std::string& path, std::string_view key) {
+  std::vector<std::string> parts = Split(std::string(key), '.');
+  FileLock lock(Cat(Dirname(path), "/.", Basename(path), ".lock"), FileLock::kExclusive,
+                std::chrono::seconds(10), Basename(path));
+  std::optional<std::string> original = ReadFileIfExists(path);
+  if (!original) return;
+  auto before = Config::Parse(*original, path).Entries(false);  // an invalid file: its error
+  std::map<std::string, Json> want;
+  for (const auto& [k, v] : before) {
+    if (k != key && k.rfind(Cat(key, "."), 0) != 0) want[k] = v;
+  }
+  if (want.size() == before.size()) return;
+  std::optional<std::string> edited;
+  try {
+    edited = RemoveText(*original, parts);
+  } catch (const std::exception& e) {
+    Debug(Cat("config: in-place removal failed (", e.what(), "); rewriting the file"));
+  }
+  auto matches = [&](const std::string& text) {
+    try {
+      auto after = Config::Parse(text, path).Entries(false);
+      return std::map<std::string, Json>(after.begin(), after.end()) == want;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  if (!edited || !matches(*edited)) {
+    YAML::Node root = YAML::Load(*original);
+    YAML::Node parent;
+    parent.reset(root);
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node child = parent[parts[i]];
+      parent.reset(child);
+    }
+    parent.remove(parts.back());
+    YAML::Emitter emitter;
+    emitter.SetIndent(2);
+    emitter << root;
+    edited = LeadingComments(*original) + emitter.c_str() + "\n";
+    if (!matches(*edited)) {
+      throw Error(kExitSoftware, Cat("internal: could not remove ", key, " from ", path,
+                                     "; the file was left as it was"));
+    }
+  }
+  AtomicWrite(path, *edited, 0644);
 }
 
 }  // namespace ss

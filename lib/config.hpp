@@ -99,4 +99,9 @@ class Config {
 std::pair<std::string, Json> SetConfigValue(const std::string& path, std::string_view key,
                                             std::string_view text);
 
+// Removes `key` (a section such as "projects.app", with every key below it) from the file at
+// `path`, keeping the rest as written where it can; checked as SetConfigValue checks. Nothing
+// happens when the key is not set.
+void UnsetConfigSection(const std::string& path, std::string_view key);
+
 }  // namespace ss

@@ -12,7 +12,7 @@ namespace ss {
 const char* const kProjectUsage =
     R"(usage: ss new NAME [--from PATH] [--github [--private]] [--copy]
        ss list [--json] [--no-size]
-       ss delete NAME [--yes]
+       ss delete NAME [--yes] [--force]
        ss project show NAME [--json]
        ss project path [NAME]
 
@@ -31,6 +31,8 @@ Options:
   --json        list, show: print one JSON document (see ss-json(7))
   --no-size     list: leave out the sizes (faster)
   -y, --yes     delete: do not ask (required when standard input is not a terminal)
+  --force       delete: also when its working copy has changes not yet applied (saved to
+                ~/super-sandbox/rescued/ first)
   -h, --help    show this help
 )";
 
@@ -58,6 +60,7 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
       ("json", "")                            //
       ("no-size", "")                         //
       ("yes,y", "")                           //
+      ("force", "")                           //
       ("help,h", "")                          //
       ("words", po::value<std::vector<std::string>>(), "");
   po::positional_options_description pos;
@@ -102,7 +105,7 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   const FlagUse uses[] = {
       {"from", {C::kNew}},  {"github", {C::kNew}},          {"private", {C::kNew}},
       {"copy", {C::kNew}},  {"json", {C::kList, C::kShow}}, {"no-size", {C::kList}},
-      {"yes", {C::kDelete}}};
+      {"yes", {C::kDelete}},  {"force", {C::kDelete}}};
   for (const auto& use : uses) {
     if (!vm.count(use.flag)) continue;
     if (std::find(use.commands.begin(), use.commands.end(), o.command) == use.commands.end()) {
@@ -116,6 +119,7 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   o.json = vm.count("json") > 0;
   o.no_size = vm.count("no-size") > 0;
   o.yes = vm.count("yes") > 0;
+  o.force = vm.count("force") > 0;
 
   if (o.command == C::kNew && o.from.empty() && vm.count("from")) {
     Usage("--from needs a PATH", command);
@@ -128,7 +132,7 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
                       : o.command == C::kList ? "ss list [--json] [--no-size]"
                       : o.command == C::kShow ? "ss project show NAME [--json]"
                       : o.command == C::kPath ? "ss project path [NAME]"
-                                              : "ss delete NAME [--yes]";
+                                              : "ss delete NAME [--yes] [--force]";
   if (o.command == C::kPath) {
     if (rest.size() > 1) Usage(Cat("usage: ", shape), command);
     if (!rest.empty()) o.name = rest[0];

@@ -20,6 +20,7 @@ struct ProjectOptions {
   bool json = false;        // list, show
   bool no_size = false;     // list
   bool yes = false;         // delete
+  bool force = false;       // delete: also with work not yet applied in a working copy
 };
 
 // The subcommands, in the order help and completion show them.

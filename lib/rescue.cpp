@@ -159,4 +159,93 @@ std::vector<std::string> UnappliedGuard::Save() {
   return saved;
 }
 
+namespace {
+
+// Run as root in the sandbox with the project's name: the working-copy layout of
+// working-copy.sh taken down and its files removed.
+constexpr const char* kRemoveCopyScript = R"sh(set -eu
+name=$1 home=/home/sandbox
+for m in "$home/projects/$name" "$home/project-src/$name"; do
+  if mountpoint -q "$m"; then umount "$m"; fi
+done
+rmdir "$home/project-src/$name" 2>/dev/null || true
+rm -rf "$home/.ss/copies/$name" "$home/.ss/bases/$name" "$home/.ss/sync/$name.stamp" \
+  "$home/.ss/sync/$name.base"
+)sh";
+
+std::string StaleMark(const std::string& sandbox, const std::string& project) {
+  return Cat(StateDir(), "/removed-copies/", sandbox, "/", project);
+}
+
+// Saves the copy's unapplied work (if any), then removes it.
+std::optional<std::string> SaveAndRemove(SshConnection& conn, const std::string& sandbox,
+                                         const std::string& project, size_t unapplied) {
+  std::optional<std::string> saved;
+  if (unapplied > 0) saved = RescueToHost(conn, sandbox, project, {project});
+  ExecResult r = conn.Exec({"sudo", "-n", "sh", "-c", kRemoveCopyScript, "remove-copy", project});
+  if (r.status != 0) {
+    throw Error(kExitRemote,
+                Cat("cannot remove the working copy of '", project, "' in sandbox '", sandbox,
+                    "': ", Trim(r.err)));
+  }
+  return saved;
+}
+
+}  // namespace
+
+std::vector<WorkingCopyFound> FindWorkingCopies(const Config& config, const std::string& project,
+                                                bool force) {
+  std::vector<WorkingCopyFound> out;
+  std::vector<std::string> details;
+  for (const auto& name : KnownSandboxes()) {
+    WorkingCopyFound f;
+    f.sandbox = name;
+    Sandbox sandbox(name, config);
+    f.conn = sandbox.TryConnect();
+    if (f.conn) {
+      if (f.conn->Exec({"test", "-d", CopyStore(project)}).status != 0) continue;
+      PrepareWorkingCopy(*f.conn, config, project, name);
+      f.unapplied = UnappliedChanges(*f.conn, config, project).size();
+      if (f.unapplied > 0) {
+        details.push_back(Cat("  in sandbox '", name, "': ", f.unapplied,
+                              f.unapplied == 1 ? " file" : " files"));
+      }
+    }
+    out.push_back(std::move(f));
+  }
+  if (!details.empty() && !force) {
+    throw Error(kExitFailure,
+                Cat("deleting '", project, "' would lose changes not yet applied in its working ",
+                    details.size() == 1 ? "copy" : "copies"),
+                details,
+                {Cat("bring them to the host first: ss apply ", project),
+                 Cat("or save them on the host and delete: ss delete ", project, " --force")});
+  }
+  return out;
+}
+
+std::optional<std::string> RemoveWorkingCopy(WorkingCopyFound& copy, const std::string& project) {
+  if (!copy.conn) {
+    std::string mark = StaleMark(copy.sandbox, project);
+    MakeDirs(Dirname(mark), 0700);
+    AtomicWrite(mark, "", 0600);
+    return std::nullopt;
+  }
+  return SaveAndRemove(*copy.conn, copy.sandbox, project, copy.unapplied);
+}
+
+bool RemoveStaleCopy(SshConnection& conn, const Config& config, const std::string& sandbox,
+                     const std::string& project) {
+  std::string mark = StaleMark(sandbox, project);
+  if (!PathExists(mark)) return false;
+  // The layout is in place (PrepareWorkingCopy): what the copy holds of its own is saved whole.
+  size_t unapplied = UnappliedChanges(conn, config, project).size();
+  if (auto saved = SaveAndRemove(conn, sandbox, project, unapplied)) {
+    Note(Cat("Saved the changes of the working copy of a deleted project '", project,
+             "' before removing it: ", DisplayPath(*saved)));
+  }
+  ::unlink(mark.c_str());
+  return true;
+}
+
 }  // namespace ss

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,27 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
 // with unapplied work (starting a stopped sandbox to look, when copy-mode projects exist) and
 // refuses with ss::Error(1) listing them, unless `force`. Then, once the user confirmed, Save()
 // puts them on the host.
+// A working copy of a project being deleted, in one sandbox: reachable now (`conn`), or in a
+// sandbox not running (no `conn`: its copy goes, saved first when it has changes, the next time
+// ss reaches that sandbox for the project).
+struct WorkingCopyFound {
+  std::string sandbox;
+  std::unique_ptr<SshConnection> conn;
+  size_t unapplied = 0;  // files changed in the copy since its base
+};
+// Every working copy of `project` in the sandboxes ss knows. Throws ss::Error(1) listing those
+// with changes not yet applied, unless `force`.
+std::vector<WorkingCopyFound> FindWorkingCopies(const Config& config, const std::string& project,
+                                                bool force);
+// Removes the copy (its store, base, mounts and records), its changes saved on the host first;
+// returns that archive when there was one.
+std::optional<std::string> RemoveWorkingCopy(WorkingCopyFound& copy, const std::string& project);
+// In PrepareWorkingCopy, with the layout in place: a copy left from a deleted project of this name
+// (in a sandbox that was not running then) is saved when it has changes and removed. True when it
+// was.
+bool RemoveStaleCopy(SshConnection& conn, const Config& config, const std::string& sandbox,
+                     const std::string& project);
+
 class UnappliedGuard {
  public:
   // `sandbox` is asked for only when copy-mode projects exist.

@@ -6,6 +6,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "project.hpp"
+#include "rescue.hpp"
 #include "resources.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
@@ -71,7 +72,11 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::st
                           "' in the sandbox: ", Trim(r.err)),
                 {}, {"working-copy mode needs mount(8) as root in the sandbox"});
   }
-  if (Trim(r.out) != "created") return false;
+  if (Trim(r.out) != "created") {
+    // A copy of a deleted project of the same name goes first; this one starts afresh.
+    if (project.empty() || !RemoveStaleCopy(conn, config, sandbox, project)) return false;
+    return PrepareWorkingCopy(conn, config, project, sandbox);
+  }
   RecordBase(conn, sandbox, project, ProjectStore().ProjectPath(project), since);
   return true;
 }

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "apply_base.hpp"
 #include "config.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
@@ -14,12 +15,14 @@
 #include "paths.hpp"
 #include "project.hpp"
 #include "project_args.hpp"
+#include "rescue.hpp"
 #include "sandbox_runner.hpp"
 #include "shell_quote.hpp"
 #include "size.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
 #include "tool.hpp"
+#include "working_copy.hpp"
 
 namespace ss {
 namespace {
@@ -216,6 +219,19 @@ int Delete(const ProjectOptions& o) {
   ProjectStore store;
   std::optional<Project> found = store.Find(o.name);
   if (!found) throw store.NotFoundError(o.name);
+  Config config = Config::Load();
+  // Its working copies go too; unapplied work in them is refused, or saved first with --force.
+  std::vector<WorkingCopyFound> copies;
+  if (IsCopyMode(config, o.name)) copies = FindWorkingCopies(config, o.name, o.force);
+  std::string question = Cat("Delete '", o.name, "'? This cannot be undone.");
+  for (const auto& c : copies) {
+    question += c.unapplied > 0
+                    ? Cat(" Its working copy in sandbox '", c.sandbox, "' goes too; its ",
+                          c.unapplied, c.unapplied == 1 ? " change" : " changes",
+                          " not yet applied are saved to ", DisplayPath(SsHome()),
+                          "/rescued/ first.")
+                    : Cat(" Its working copy in sandbox '", c.sandbox, "' goes too.");
+  }
   if (!o.yes) {
     if (!StdinIsTty()) {
       throw Error(kExitUsage,
@@ -223,12 +239,19 @@ int Delete(const ProjectOptions& o) {
                       "' without confirmation: standard input is not a terminal"),
                   {}, {Cat("to delete it without asking, run: ss delete ", o.name, " --yes")});
     }
-    if (!Confirm(Cat("Delete '", o.name, "'? This cannot be undone. [y/N]: "))) {
+    if (!Confirm(question + " [y/N]: ")) {
       Note(Cat("Not deleted: ", o.name));
       return kExitFailure;
     }
   }
+  for (auto& c : copies) {
+    if (auto saved = RemoveWorkingCopy(c, o.name)) {
+      std::cout << "Saved the working copy's changes first: " << DisplayPath(*saved) << "\n";
+    }
+  }
   Project p = store.Delete(o.name);
+  UnsetConfigSection(config.path(), Cat("projects.", o.name));
+  BaseRecord::ForgetProject(o.name);
   std::cout << "Deleted: " << p.name << "\n";
   if (!p.metadata.github_repo.empty()) {
     std::cout << "The GitHub repository " << p.metadata.github_repo << " was not deleted.\n";
@@ -262,7 +285,7 @@ int Complete(const Args& words) {
     print({"--json", "--help"});
   } else if (command == "delete") {
     names();
-    print({"--yes", "--help"});
+    print({"--yes", "--force", "--help"});
   } else if (command == "path" && words.size() == 2) {
     names();
   }

@@ -160,5 +160,24 @@ TEST_F(ConfigEdit, ABrokenFileIsOnlyFixedNotBuiltOn) {
   EXPECT_EQ(ReadFile(path_), "vm:\n  disk: 30GB\n");
 }
 
+TEST_F(ConfigEdit, UnsetRemovesASectionAndKeepsTheRest) {
+  const std::string head = "# mine\nversion: 1\nprojects:\n  pp:\n    mode: copy  # kept\n";
+  AtomicWrite(path_, head + "  qq:\n    mode: copy\nvm:\n  cpus: 2\n");
+  UnsetConfigSection(path_, "projects.qq");
+  EXPECT_EQ(ReadFile(path_), head + "vm:\n  cpus: 2\n");
+  // The last project: the section stays, empty; a key not set: nothing happens.
+  UnsetConfigSection(path_, "projects.pp");
+  EXPECT_FALSE(Config::LoadFile(path_).IsSet("projects.pp.mode"));
+  EXPECT_EQ(Config::LoadFile(path_).Int("vm.cpus"), 2);
+  std::string now = ReadFile(path_);
+  UnsetConfigSection(path_, "projects.zz");
+  EXPECT_EQ(ReadFile(path_), now);
+  // Flow style: rewritten, the values kept.
+  AtomicWrite(path_, "version: 1\nprojects: {aa: {mode: copy}, bb: {mode: copy}}\n");
+  UnsetConfigSection(path_, "projects.aa");
+  EXPECT_FALSE(Config::LoadFile(path_).IsSet("projects.aa.mode"));
+  EXPECT_EQ(Config::LoadFile(path_).String("projects.bb.mode"), "copy");
+}
+
 }  // namespace
 }  // namespace ss
