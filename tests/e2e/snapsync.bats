@@ -279,7 +279,36 @@ settled"
   echo "$output" >&3
   assert_success
   assert_line --partial "losses: 0"
-  ss delete sn-prop --yes >/dev/null
+  ss delete sn-prop --yes --force >/dev/null
+}
+
+@test "delete of a copy-mode project: refused with unapplied work, saved with --force; nothing of it comes back" {
+  ss new sn-del --copy >/dev/null
+  ss sync sn-del >/dev/null
+  in_sandbox 'echo unapplied > ~/projects/sn-del/work.txt'
+  run --separate-stderr ss delete sn-del --yes
+  assert_failure 1
+  assert_equal "$stderr" "ss-project: error: deleting 'sn-del' would lose changes not yet applied in its working copy
+  in sandbox '$SANDBOX': 1 file
+hint: bring them to the host first: ss apply sn-del
+hint: or save them on the host and delete: ss delete sn-del --force"
+  assert_dir_exists "$SS_HOME/projects/sn-del"
+  run ss delete sn-del --yes --force
+  assert_success
+  saved=$(sed -n 's/^Saved the working copy.s changes first: ~/~/p' <<< "$output")
+  saved=${saved/#\~/$HOME}
+  assert_equal "$(tar -xzOf "$saved" sn-del/work.txt)" "unapplied"
+  assert_line "Deleted: sn-del"
+  run ss config get projects.sn-del.mode
+  assert_output "mount"
+  ! grep -q sn-del "$SS_HOME/config.yaml"
+  run in_sandbox 'ls -d ~/.ss/copies/sn-del ~/.ss/bases/sn-del ~/.ss/sync/sn-del.* 2>/dev/null; mount | grep -c sn-del'
+  assert_output "0"
+  # A new project of the same name starts from its own files.
+  ss new sn-del --copy >/dev/null
+  run in_sandbox 'ls ~/projects/sn-del'
+  refute_line "work.txt"
+  ss delete sn-del --yes >/dev/null
 }
 
 @test "push and pull: binary files and directories round-trip with their modes; overwrite overwrites" {
