@@ -661,7 +661,7 @@ hint: ss does not follow or remove it; move it away yourself"
 @test "delete: usage errors" {
   run --separate-stderr ss delete
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: usage: ss delete NAME [--yes]
+  assert_equal "$stderr" "ss-project: error: usage: ss delete NAME [--yes] [--force]
 hint: see 'ss delete --help'"
   run --separate-stderr ss delete x1 --github
   assert_equal "$status" 64
@@ -840,7 +840,7 @@ Or choose a different name:
   man_opts=$(sed -n '/^# OPTIONS/,/^# /p' "$SS_SOURCE_DIR/man/ss-project.1.scd" | grep -E '^\*-' \
     | grep -oE -- '--?[a-z][a-z-]*' | sort -u)
   assert_equal "$man_opts" "$help_opts"
-  assert_equal "$(echo "$help_opts" | tr '\n' ' ')" "--copy --from --github --help --json --no-size --private --yes -h -y "
+  assert_equal "$(echo "$help_opts" | tr '\n' ' ')" "--copy --force --from --github --help --json --no-size --private --yes -h -y "
   for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" ENVIRONMENT FILES EXAMPLES "SEE ALSO"; do
     grep -qx "# $section" "$SS_SOURCE_DIR/man/ss-project.1.scd"
   done
@@ -871,6 +871,7 @@ path
   assert_output "client-website
 my-app
 --yes
+--force
 --help"
   run ss --complete project show m
   assert_output "client-website
