@@ -190,7 +190,12 @@ int Status(const Options& o, const Config& config) {
                    : st.limits.memory > 0           ? st.limits.memory
                                                     : want.memory;
   int64_t memory_used = guest ? guest->memory_used : st.memory_used;
-  int64_t disk = st.limits.disk > 0 ? st.limits.disk : want.disk;
+  // The real limit: the storage the sandbox's disk lives on may be smaller than configured (a
+  // pool, the host's own disk); the sandbox's own df says so when it runs.
+  int64_t disk_configured = st.limits.disk > 0 ? st.limits.disk : want.disk;
+  int64_t disk = guest && guest->disk_total > 0 && guest->disk_total < disk_configured
+                     ? guest->disk_total
+                     : disk_configured;
   int64_t disk_used = guest ? guest->disk_used : st.disk_used;
   int projects = static_cast<int>(ProjectStore().Names().size());
   BrowserReport browser = CheckBrowserHost(static_cast<int>(config.Int("browser.cdp_port")));
@@ -218,6 +223,7 @@ int Status(const Options& o, const Config& config) {
     doc["memory_bytes"] = memory;
     doc["memory_used_bytes"] = memory_used >= 0 ? Json(memory_used) : Json();
     doc["disk_bytes"] = disk;
+    doc["disk_configured_bytes"] = disk_configured;
     doc["disk_used_bytes"] = disk_used >= 0 ? Json(disk_used) : Json();
     doc["address"] = st.address.empty() ? Json() : Json(st.address);
     doc["ssh"] = Json();
@@ -247,7 +253,13 @@ int Status(const Options& o, const Config& config) {
   std::cout << "VM:        " << vm << "\n";
   std::cout << "CPU:       " << cpus << (cpus == 1 ? " core" : " cores") << "\n";
   std::cout << "Memory:    " << FormatSizeHuman(memory) << used(memory_used) << "\n";
-  std::cout << "Disk:      " << FormatSizeHuman(disk) << used(disk_used) << "\n";
+  std::string disk_used_text = disk_used >= 0 ? Cat(FormatSizeHuman(disk_used), " used") : "";
+  if (disk < disk_configured) {
+    disk_used_text += Cat(disk_used_text.empty() ? "" : "; ", "its storage is smaller than the ",
+                          FormatSizeHuman(disk_configured), " configured");
+  }
+  std::cout << "Disk:      " << FormatSizeHuman(disk)
+            << (disk_used_text.empty() ? "" : Cat(" (", disk_used_text, ")")) << "\n";
   std::cout << "Projects:  " << projects << "\n";
   if (!sandbox.deploy_dir().empty()) {
     std::cout << "Deploy:    " << DisplayPath(sandbox.deploy_dir()) << " (at " << kDeployTarget
