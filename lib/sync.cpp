@@ -379,12 +379,19 @@ ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::
     }
     arrived[Join(*parts, "/")] = v;
   }
+  std::vector<PlannedChange> changes;
   for (auto& p : plan.changes) {
     if (auto it = arrived.find(p.path); it != arrived.end()) p.copy = it->second;
+    if (p.copy.kind == Version::kUnknown) {
+      plan.refused.push_back({p.path, "asked for, but not in the sandbox's archive"});
+      continue;
+    }
     p.host = HostVersion(root.get(), p.path);
     p.base = plan.base.At(p.path);
     p.action = Decide(p.base, p.host, p.copy);
+    changes.push_back(std::move(p));
   }
+  plan.changes = std::move(changes);
   return plan;
 }
 
@@ -546,7 +553,7 @@ ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox, const 
     entries.push_back(e);
   }
   std::set<std::string> done;
-  if (!files.empty()) {
+  if (!entries.empty()) {  // also when nothing is taken: what the sandbox sent unasked is listed
     CrossingOptions options;
     options.only = &files;
     CrossingReport written = CrossInto(plan.archive->fd(), entries, host_dir, options);

@@ -232,10 +232,17 @@ lines")" "nl"
   assert_line "+read-only-rescue"
   run ss pull rescue.txt "$BATS_TEST_TMPDIR/rescue.txt" --project ho-app
   assert_success
-  run ss apply ho-app --yes
+  # The sandbox's copy of the base on a full filesystem too: apply still brings the change, and
+  # says the sandbox could not follow.
+  in_sandbox 'sudo -n sh -c "mount -t tmpfs -o size=64k tmpfs /home/sandbox/.ss/bases &&
+    (dd if=/dev/zero of=/home/sandbox/.ss/bases/fill bs=4k 2>/dev/null || true)"'
+  run --separate-stderr ss apply ho-app --yes
+  in_sandbox 'sudo -n umount /home/sandbox/.ss/bases; sudo -n umount /etc/ss'
   assert_success
   assert_equal "$(cat "$P/rescue.txt")" "read-only-rescue"
-  in_sandbox 'sudo -n umount /etc/ss'
+  [[ "$stderr" == *"could not record this in the sandbox (is its disk full?)"* ]] || { echo "$stderr"; false; }
+  run ss sync ho-app
+  assert_success
 }
 
 @test "an ephemeral sandbox whose working copy has changes not yet applied is kept when its last session ends" {
