@@ -23,6 +23,20 @@ class Fd {
   }
   int get() const { return fd_; }
   bool ok() const { return fd_ >= 0; }
+  // Gives the descriptor up (the caller closes it).
+  int Release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  void Reset(int fd) {
+    Close();
+    fd_ = fd;
+  }
 
  private:
   int fd_;

@@ -16,6 +16,7 @@
 
 #include "digest.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "host.hpp"
 #include "json_out.hpp"
@@ -27,19 +28,6 @@ namespace {
 constexpr const char* kRoot = "/run/ss-views";
 constexpr uint32_t kNobody = 65534;
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 bool IsMountRoot(const std::string& path) {
   struct statx sx {};

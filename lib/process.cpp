@@ -14,6 +14,7 @@
 #include <map>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "host_commands.hpp"
 #include "output.hpp"
 #include "shell_quote.hpp"
@@ -24,27 +25,6 @@ extern char** environ;
 namespace ss {
 namespace {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Close(); }
-  int get() const { return fd_; }
-  void Reset(int fd) {
-    Close();
-    fd_ = fd;
-  }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 void MakePipe(Fd& read_end, Fd& write_end) {
   int fds[2];

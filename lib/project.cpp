@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "fd.hpp"
 #include "fs.hpp"
 #include "host_commands.hpp"
 #include "json_out.hpp"
@@ -43,32 +44,6 @@ constexpr auto kLockWait = std::chrono::seconds(10);
 // ---------------------------------------------------------------------------------------------
 // File descriptors and errors
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Close();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Close(); }
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-  int Release() { return std::exchange(fd_, -1); }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 [[noreturn]] void SysError(std::string_view what, const std::string& path, int err) {
   throw Error(err == ENOENT                   ? kExitNoInput

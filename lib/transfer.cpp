@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "process.hpp"
 #include "ssh.hpp"
@@ -42,17 +43,6 @@ constexpr const char* kStat =
 exec stat -L -c "$t %a %Y %s" -- "$1"
 )sh";
 
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Strip(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -150,14 +140,14 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
     std::string archive = Cat(tmp.path(), "/tree.tar");
     RunChecked({"tar", "-c", "-f", archive, "-C", local, "."}, Cat("cannot read ", local), {},
                kExitIoErr);
-    FdCloser in(OpenOrThrow(archive, O_RDONLY));
+    Fd in(OpenOrThrow(archive, O_RDONLY));
     struct stat ast {};
     ::fstat(in.get(), &ast);
     result.bytes = ast.st_size;
     so.in_fd = in.get();
     status = conn.ExecStream({"sh", "-c", kPutTree, "ss-push", target}, so);
   } else {
-    FdCloser in(OpenOrThrow(local, O_RDONLY));
+    Fd in(OpenOrThrow(local, O_RDONLY));
     result.bytes = st.st_size;
     so.in_fd = in.get();
     char mode[8];
@@ -175,8 +165,8 @@ ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::str
                                  const std::optional<std::string>& input) {
   std::string archive = Cat(tmp_.path(), "/archive.tar"), err = Cat(tmp_.path(), "/stderr");
   fd_ = OpenOrThrow(archive, O_RDWR | O_CREAT | O_EXCL);
-  FdCloser err_fd(OpenOrThrow(err, O_RDWR | O_CREAT | O_EXCL));
-  std::optional<FdCloser> in;
+  Fd err_fd(OpenOrThrow(err, O_RDWR | O_CREAT | O_EXCL));
+  std::optional<Fd> in;
   StreamOptions so;
   so.in_fd = -1;
   if (input) {
