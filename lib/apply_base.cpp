@@ -42,12 +42,6 @@ char KindLetter(Version::Kind k) {
 
 std::string BasesDir() { return StateDir() + "/bases"; }
 
-// A decimal number of the record, or nullopt.
-std::optional<int64_t> Number(const std::string& s) {
-  if (s.empty() || s.size() > 19 || !OnlyChars(s, "0-9")) return std::nullopt;
-  return std::stoll(s);
-}
-
 }  // namespace
 
 bool Version::operator==(const Version& o) const {
@@ -166,7 +160,8 @@ BaseRecord BaseRecord::Load(const std::string& sandbox, const std::string& proje
     e.version.exec = f[1] == "1";
     e.version.digest = f[2];
     e.cached = f[3] == "1";
-    auto size = Number(f[4]), mtime = Number(f[5]), ctime = Number(f[6]), ino = Number(f[7]);
+    auto size = ParseDecimal(f[4]), mtime = ParseDecimal(f[5]), ctime = ParseDecimal(f[6]),
+         ino = ParseDecimal(f[7]);
     if (!size || !mtime || !ctime || !ino || !SafeComponents(path)) return BaseRecord();
     e.size = *size;
     e.mtime_ns = *mtime;
@@ -262,6 +257,15 @@ BaseRecord BaseRecord::Make(const std::string& host_dir, const std::vector<std::
     }
   }
   return r;
+}
+
+struct timespec CopyStarts() {
+  struct timespec t {};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &t);
+  int64_t ns = Nanos(t) - 20'000'000;  // a margin of a few ticks (4 ms at 250 Hz)
+  t.tv_sec = static_cast<time_t>(ns / 1000000000);
+  t.tv_nsec = static_cast<long>(ns % 1000000000);
+  return t;
 }
 
 std::string BaseDir(const std::string& project) {

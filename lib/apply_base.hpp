@@ -17,6 +17,7 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cstdint>
 #include <map>
@@ -92,6 +93,11 @@ class BaseRecord {
 // In the sandbox: the copy of the base, and the token naming the record it goes with.
 std::string BaseDir(const std::string& project);    // /home/sandbox/.ss/bases/NAME
 std::string BaseToken(const std::string& project);  // /home/sandbox/.ss/sync/NAME.base
+
+// The moment a copy starts being made, on the clock file times come from (the kernel's coarse
+// clock, which lags the precise one by up to a tick), less a margin: a file changed from then on
+// has a status-change time at or after it.
+struct timespec CopyStarts();
 
 // After the copy was made from its source: brings the sandbox's copy of the base up to date
 // (rsync from the source), records the base on the host for the paths it holds and writes the

@@ -67,6 +67,16 @@ std::string Printable(std::string_view s, bool lines) {
   return out;
 }
 
+std::optional<int64_t> ParseDecimal(std::string_view s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
 bool OnlyChars(std::string_view s, std::string_view chars) {
   auto allowed = [&](char c) {
     for (size_t i = 0; i < chars.size(); ++i) {

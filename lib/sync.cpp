@@ -195,8 +195,7 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
 SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
                            const std::string& project, const SyncOptions& options) {
   SyncReport report;
-  struct timespec since {};
-  ::clock_gettime(CLOCK_REALTIME, &since);
+  struct timespec since = CopyStarts();
   report.created = PrepareWorkingCopy(conn, config, project, sandbox.name());
   std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
 
@@ -231,7 +230,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
     for (const auto& f : report.at_risk) paths.push_back(Cat(project, "/", f));
     report.saved_to = RescueToHost(conn, sandbox.name(), Cat(project, "-sync"), paths);
   }
-  ::clock_gettime(CLOCK_REALTIME, &since);
+  since = CopyStarts();
   ExecResult done = Checked(conn, Rsync(false, src, copy), Cat("cannot sync '", project, "'"));
   report.changes = ParseItemized(done.out);
   Checked(conn, {"touch", stamp}, "cannot record the sync");

@@ -58,20 +58,10 @@ std::string Text(const char* field, size_t size) {
   return std::string(field, strnlen(field, size));
 }
 
-std::optional<int64_t> Decimal(std::string_view s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
-
 // A pax time: seconds, optionally a '.' and up to nine digits of fraction (more are cut).
 std::optional<struct timespec> PaxTime(std::string_view s) {
   auto dot = s.find('.');
-  auto sec = Decimal(s.substr(0, dot));
+  auto sec = ParseDecimal(s.substr(0, dot));
   if (!sec) return std::nullopt;
   struct timespec t {};
   t.tv_sec = static_cast<time_t>(*sec);
@@ -104,7 +94,7 @@ std::optional<std::string> ParsePax(std::string_view data, Pax& pax) {
   while (!data.empty()) {
     auto space = data.find(' ');
     if (space == std::string_view::npos) return "a pax record without a length";
-    auto len = Decimal(data.substr(0, space));
+    auto len = ParseDecimal(data.substr(0, space));
     if (!len || *len <= static_cast<int64_t>(space) + 1 ||
         *len > static_cast<int64_t>(data.size()) || data[*len - 1] != '\n') {
       return "a pax record whose length is wrong";
@@ -119,7 +109,7 @@ std::optional<std::string> ParsePax(std::string_view data, Pax& pax) {
     } else if (key == "linkpath") {
       pax.link = std::string(value);
     } else if (key == "size") {
-      pax.size = Decimal(value);
+      pax.size = ParseDecimal(value);
       if (!pax.size) return "a pax size that is not a number";
     } else if (key == "mtime") {
       pax.mtime = PaxTime(value);

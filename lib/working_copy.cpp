@@ -52,8 +52,7 @@ std::string RenderSyncExclude(const std::vector<std::string>& patterns) {
 
 bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const std::string& project,
                         const std::string& sandbox) {
-  struct timespec since {};
-  ::clock_gettime(CLOCK_REALTIME, &since);
+  struct timespec since = CopyStarts();
   ExecOptions options;
   options.input = RenderSyncExclude(SyncExcludes(config));
   ExecResult r = conn.Exec(
