@@ -1,6 +1,7 @@
 #include "strings.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cctype>
 
 namespace ss {
@@ -68,10 +69,11 @@ std::string Printable(std::string_view s, bool lines) {
 }
 
 std::optional<int64_t> ParseDecimal(std::string_view s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
+  if (s.empty() || s.size() > 19) return std::nullopt;
   int64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return std::nullopt;
+    if (v > (INT64_MAX - (c - '0')) / 10) return std::nullopt;
     v = v * 10 + (c - '0');
   }
   return v;

@@ -30,7 +30,7 @@ std::string Printable(std::string_view s, bool lines = false);
 // Whether every character of `s` is one of `chars`, where "a-z" is a range and a '-' at either
 // end is itself. Linear, for names of any length (std::regex recurses per character).
 bool OnlyChars(std::string_view s, std::string_view chars);
-// A decimal number of 1 to 18 digits and nothing else (no sign, no space), or nullopt.
+// A decimal number that fits int64_t and nothing else (no sign, no space), or nullopt.
 std::optional<int64_t> ParseDecimal(std::string_view s);
 // Whether `s` is 1 to `max` characters, the first one of `first`, the others of `rest`.
 bool NameOf(std::string_view s, std::string_view first, std::string_view rest, size_t max);

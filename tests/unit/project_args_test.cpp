@@ -73,7 +73,7 @@ TEST(ProjectArgs, UsageErrors) {
   ExpectUsage({"new", "a1", "b1"},
               "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
               "see 'ss new --help'");
-  ExpectUsage({"delete"}, "usage: ss delete NAME [--yes]", "see 'ss delete --help'");
+  ExpectUsage({"delete"}, "usage: ss delete NAME [--yes] [--force]", "see 'ss delete --help'");
   ExpectUsage({"show"}, "usage: ss project show NAME [--json]", "see 'ss project show --help'");
   ExpectUsage({"list", "x1"}, "usage: ss list [--json] [--no-size]", "see 'ss list --help'");
   ExpectUsage({"new", "x1", "--private"}, "--private needs --github", "see 'ss new --help'");
