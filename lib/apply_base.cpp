@@ -214,49 +214,62 @@ void BaseRecord::Save(const std::string& sandbox, const std::string& project) co
 
 BaseRecord BaseRecord::Make(const std::string& host_dir, const std::vector<std::string>& paths,
                             const struct timespec& since, const BaseRecord& previous) {
+  BaseRecord r = previous;
+  r.entries_.clear();
+  r.recorded_ = true;
+  r.token_ = RandomNonce();
+  r.Look(host_dir, paths, since, previous, /*named_absent_unknown=*/true);
+  return r;
+}
+
+void BaseRecord::Refresh(const std::string& host_dir, const std::vector<std::string>& paths,
+                         const struct timespec& since) {
+  BaseRecord previous = *this;
+  Look(host_dir, paths, since, previous, /*named_absent_unknown=*/false);
+}
+
+void BaseRecord::Look(const std::string& host_dir, const std::vector<std::string>& paths,
+                      const struct timespec& since, const BaseRecord& previous,
+                      bool named_absent_unknown) {
   Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root.ok()) {
     throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": ", std::strerror(errno)));
   }
-  BaseRecord r;
-  r.recorded_ = true;
-  r.token_ = RandomNonce();
   int64_t since_ns = Nanos(since);
+  Version unknown;
+  unknown.kind = Version::kUnknown;
   for (const auto& path : paths) {
     auto parts = SafeComponents(path);
     if (!parts || parts->empty()) continue;
     std::string clean = Join(*parts, "/");
     struct stat st {};
-    Version unknown;
-    unknown.kind = Version::kUnknown;
     Fd parent = OpenParentBeneath(root.get(), *parts);
     if (!parent.ok() ||
         ::fstatat(parent.get(), parts->back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      r.Set(clean, unknown);  // named by the sandbox, not on the host (now)
+      // Named by the sandbox but not on the host (now): unknown; deleted by the sync: absent.
+      Set(clean, named_absent_unknown ? unknown : Version());
       continue;
     }
     if (Nanos(st.st_ctim) >= since_ns) {
-      r.Set(clean, unknown);  // changed while the copy was being made
+      Set(clean, unknown);  // changed while the copy was being made
       continue;
     }
     auto old = previous.entries_.find(clean);
     if (old != previous.entries_.end() && old->second.cached && old->second.size == st.st_size &&
         old->second.mtime_ns == Nanos(st.st_mtim) && old->second.ctime_ns == Nanos(st.st_ctim) &&
         old->second.ino == st.st_ino) {
-      r.entries_[clean] = old->second;
+      entries_[clean] = old->second;
       continue;
     }
     struct stat seen {};
     Version v = HostVersion(root.get(), clean, &seen);
-    if (v.kind == Version::kAbsent || v.kind == Version::kUnknown) {
-      r.Set(clean, unknown);
-    } else if (Nanos(seen.st_ctim) >= since_ns) {
-      r.Set(clean, unknown);
+    if (v.kind == Version::kAbsent || v.kind == Version::kUnknown ||
+        Nanos(seen.st_ctim) >= since_ns) {
+      Set(clean, v.kind == Version::kAbsent && !named_absent_unknown ? Version() : unknown);
     } else {
-      r.Set(clean, v, &seen);
+      Set(clean, v, &seen);
     }
   }
-  return r;
 }
 
 struct timespec CopyStarts() {
@@ -289,7 +302,9 @@ void RecordBase(SshConnection& conn, const std::string& sandbox, const std::stri
     return r;
   };
   run({"mkdir", "-p", base});
-  run({"rsync", "-a", "--delete", "--checksum", Cat("--exclude-from=", kSyncExcludeFile),
+  // Times, not content, decide here: the base's files take the source's times, and this copy is
+  // only advisory (sync's check; merges use a file of it only when its digest is the record's).
+  run({"rsync", "-a", "--delete", "--modify-window=-1", Cat("--exclude-from=", kSyncExcludeFile),
        SourceDir(project) + "/", base + "/"});
   ExecResult listed = run({"find", base, "-mindepth", "1", "!", "-type", "d", "-printf", "%P\\0"});
   std::vector<std::string> paths;
@@ -313,15 +328,15 @@ BaseRecord CurrentBase(SshConnection& conn, const std::string& sandbox,
 }
 
 bool AdvanceSandboxBase(SshConnection& conn, const std::string& project,
-                        const std::vector<std::string>& paths) {
+                        const std::vector<std::string>& paths, const std::string& from) {
   if (paths.empty()) return true;
   ExecOptions o;
   o.input = "";
   for (const auto& p : paths) *o.input += p + '\0';
   // Every file named is copied (--ignore-times): its time says nothing about its content.
   ExecResult r = conn.Exec({"rsync", "-a", "--ignore-times", "--from0", "--files-from=-",
-                            "--delete-missing-args",
-                            CopyDir(project) + "/", BaseDir(project) + "/"},
+                            "--delete-missing-args", "--force", from + "/",
+                            BaseDir(project) + "/"},
                            o);
   return r.status == 0;
 }

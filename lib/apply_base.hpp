@@ -70,6 +70,10 @@ class BaseRecord {
   // the next recording can keep its digest when the file did not change).
   void Set(const std::string& path, const Version& v, const struct stat* st = nullptr);
   void Save(const std::string& sandbox, const std::string& project) const;
+  // After a sync copied `paths` from `host_dir`: their base is what the host has now (absent
+  // when it has none), unknown when changed at or after `since`.
+  void Refresh(const std::string& host_dir, const std::vector<std::string>& paths,
+               const struct timespec& since);
 
   // A new record of `host_dir` for the paths the sandbox names, with a new token. Entries of
   // `previous` whose host file kept its status keep their digest; a file whose status changed
@@ -85,6 +89,10 @@ class BaseRecord {
     int64_t size = 0, mtime_ns = 0, ctime_ns = 0;
     uint64_t ino = 0;
   };
+  // Records what the host has at `paths` (see Make and Refresh).
+  void Look(const std::string& host_dir, const std::vector<std::string>& paths,
+            const struct timespec& since, const BaseRecord& previous, bool named_absent_unknown);
+
   bool recorded_ = false;
   std::string token_;
   std::map<std::string, Entry> entries_;
@@ -110,10 +118,11 @@ void RecordBase(SshConnection& conn, const std::string& sandbox, const std::stri
 // that is not recorded() (every difference a conflict).
 BaseRecord CurrentBase(SshConnection& conn, const std::string& sandbox, const std::string& project);
 
-// Makes the sandbox's copy of the base hold the copy's version of `paths` (those the copy no
-// longer has are removed from it): after apply brought them to the host or the user chose
-// between the two. False when the sandbox could not (its disk full, say).
+// Makes the sandbox's copy of the base hold `from`'s version of `paths` (those `from` no longer
+// has are removed from it): the copy's after apply brought them to the host or the user chose
+// between the two, the source's after a sync. False when the sandbox could not (its disk full,
+// say).
 bool AdvanceSandboxBase(SshConnection& conn, const std::string& project,
-                        const std::vector<std::string>& paths);
+                        const std::vector<std::string>& paths, const std::string& from);
 
 }  // namespace ss

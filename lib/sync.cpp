@@ -166,12 +166,24 @@ std::vector<std::string> AtRisk(const std::vector<ItemizedChange>& plan,
 }
 
 std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& config,
-                                          const std::string& project) {
+                                          const std::string& project,
+                                          const std::vector<std::string>* only) {
   std::string copy = CopyDir(project), base = BaseDir(project);
   std::vector<std::string> changed;
+  if (only && only->empty()) return changed;
   if (conn.Exec({"test", "-d", base}).status == 0) {
-    ExecResult r = Checked(conn, Rsync(true, copy, base),
-                           Cat("cannot compare the working copy of '", project, "'"));
+    std::vector<std::string> argv = Rsync(true, copy, base);
+    ExecOptions o;
+    if (only) {
+      // Only these paths (those a sync would replace): the rest of the tree is not read.
+      argv = {"rsync",          "-a",        "--checksum",           "--dry-run",
+              "--from0",        "--files-from=-", "--delete-missing-args", "--out-format=%i %n",
+              copy + "/",       base + "/"};
+      o.input = "";
+      for (const auto& p : *only) *o.input += p + '\0';
+    }
+    ExecResult r =
+        Checked(conn, argv, Cat("cannot compare the working copy of '", project, "'"), o);
     for (const auto& c : ParseItemized(r.out)) {
       if (c.content()) changed.push_back(c.path);
     }
@@ -195,17 +207,18 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
 SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
                            const std::string& project, const SyncOptions& options) {
   SyncReport report;
-  struct timespec since = CopyStarts();
   report.created = PrepareWorkingCopy(conn, config, project, sandbox.name());
   std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
 
-  std::vector<std::string> changed = UnappliedChanges(conn, config, project);
-  if (!changed.empty() || options.dry_run) {
-    ExecResult plan =
-        Checked(conn, Rsync(true, src, copy), Cat("cannot plan the sync of '", project, "'"));
-    report.changes = ParseItemized(plan.out);
-    report.at_risk = AtRisk(report.changes, changed);
+  // The plan first; the copy's own changes are looked at only where the plan would replace them.
+  ExecResult plan =
+      Checked(conn, Rsync(true, src, copy), Cat("cannot plan the sync of '", project, "'"));
+  report.changes = ParseItemized(plan.out);
+  std::vector<std::string> replaced;
+  for (const auto& c : report.changes) {
+    if (c.content() && !(c.created() && !c.deleting())) replaced.push_back(c.path);
   }
+  report.at_risk = AtRisk(report.changes, UnappliedChanges(conn, config, project, &replaced));
   if (options.dry_run) return report;
   if (!report.at_risk.empty() && !options.force) {
     std::vector<std::string> details;
@@ -230,11 +243,49 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
     for (const auto& f : report.at_risk) paths.push_back(Cat(project, "/", f));
     report.saved_to = RescueToHost(conn, sandbox.name(), Cat(project, "-sync"), paths);
   }
-  since = CopyStarts();
-  ExecResult done = Checked(conn, Rsync(false, src, copy), Cat("cannot sync '", project, "'"));
-  report.changes = ParseItemized(done.out);
-  Checked(conn, {"touch", stamp}, "cannot record the sync");
-  RecordBase(conn, sandbox.name(), project, ProjectStore().ProjectPath(project), since);
+  std::string host_dir = ProjectStore().ProjectPath(project);
+  BaseRecord record = CurrentBase(conn, sandbox.name(), project);
+  bool base_dir = record.recorded() && conn.Exec({"test", "-d", BaseDir(project)}).status == 0;
+  struct timespec since = CopyStarts();
+  if (!report.changes.empty()) {
+    // Exactly what the plan named, each file copied whatever its time says; what changed on the
+    // host since the plan waits for the next sync (its base is not touched either).
+    std::vector<std::string> argv = {"rsync",          "-a",
+                                     "--ignore-times", "--from0",
+                                     "--files-from=-", "--delete-missing-args",
+                                     "--force",        "--out-format=%i %n",
+                                     src + "/",        copy + "/"};
+    ExecOptions o;
+    o.input = "";
+    for (const auto& c : report.changes) {
+      std::string_view path = c.path;
+      if (c.directory()) path.remove_suffix(1);  // "dir/" would be a folder to copy into
+      *o.input += Cat(path, '\0');
+    }
+    ExecResult done = conn.Exec(argv, o);
+    // 24: a file vanished on the host since the plan; the next sync sees it.
+    if (done.status != 0 && done.status != 24) {
+      throw Error(kExitRemote, Cat("cannot sync '", project, "': rsync exited with status ",
+                                   done.status),
+                  {}, {Trim(done.err).empty() ? "see the sandbox's logs" : std::string(Trim(done.err))});
+    }
+    report.changes = ParseItemized(done.out);
+    Checked(conn, {"touch", stamp}, "cannot record the sync");
+  }
+  if (!base_dir) {
+    RecordBase(conn, sandbox.name(), project, host_dir, since);
+  } else if (!report.changes.empty()) {
+    std::vector<std::string> files, all;
+    for (const auto& c : report.changes) {
+      std::string_view path = c.path;
+      if (c.directory()) path.remove_suffix(1);
+      all.emplace_back(path);
+      if (!c.directory()) files.push_back(c.path);
+    }
+    AdvanceSandboxBase(conn, project, all, SourceDir(project));
+    record.Refresh(host_dir, files, since);
+    record.Save(sandbox.name(), project);
+  }
   return report;
 }
 
@@ -593,7 +644,7 @@ ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox, const 
   }
   if (plan.base.recorded()) {
     plan.base.Save(sandbox, project);
-    report.base_advanced = AdvanceSandboxBase(conn, project, advanced);
+    report.base_advanced = AdvanceSandboxBase(conn, project, advanced, CopyDir(project));
   }
   return report;
 }

@@ -77,8 +77,10 @@ std::string DiffStat(std::string_view diff);
 // What the copy changed since its base (see apply_base.hpp), as rsync sees it against the
 // sandbox's copy of the base; without one (a copy made by an older ss), what changed in the copy
 // since the last sync. Paths relative to the copy; deletions included.
+// With `only`, just those paths are compared.
 std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& config,
-                                          const std::string& project);
+                                          const std::string& project,
+                                          const std::vector<std::string>* only = nullptr);
 
 // One path where the host project and the copy differ, and what apply does with it.
 struct PlannedChange {
