@@ -62,8 +62,8 @@ Version HostVersion(int root, const std::string& path, struct stat* out) {
   if (!parent.ok()) {
     // Nothing is there as ss sees it: a folder is missing, or a link or a file stands where a
     // folder should be (never looked through; writing there is refused by the crossing).
-    v.kind = errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? Version::kAbsent
-                                                                   : Version::kOther;
+    v.kind =
+        errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? Version::kAbsent : Version::kOther;
     return v;
   }
   const char* name = parts->back().c_str();
@@ -204,8 +204,8 @@ void BaseRecord::Save(const std::string& sandbox, const std::string& project) co
   std::string text = Cat(kHeader, token_, "\n");
   for (const auto& [path, e] : entries_) {
     text += Cat(KindLetter(e.version.kind), "\t", e.version.exec ? "1" : "0", "\t",
-                e.version.digest, "\t", e.cached ? "1" : "0", "\t", e.size, "\t", e.mtime_ns,
-                "\t", e.ctime_ns, "\t", e.ino, "\t", path);
+                e.version.digest, "\t", e.cached ? "1" : "0", "\t", e.size, "\t", e.mtime_ns, "\t",
+                e.ctime_ns, "\t", e.ino, "\t", path);
     text += '\0';
   }
   MakeDirs(Cat(BasesDir(), "/", sandbox), 0700);
@@ -281,9 +281,7 @@ struct timespec CopyStarts() {
   return t;
 }
 
-std::string BaseDir(const std::string& project) {
-  return Cat("/home/sandbox/.ss/bases/", project);
-}
+std::string BaseDir(const std::string& project) { return Cat("/home/sandbox/.ss/bases/", project); }
 std::string BaseToken(const std::string& project) {
   return Cat("/home/sandbox/.ss/sync/", project, ".base");
 }
@@ -295,8 +293,8 @@ void RecordBase(SshConnection& conn, const std::string& sandbox, const std::stri
     ExecResult r = conn.Exec(argv, o);
     if (r.status != 0) {
       throw Error(kExitRemote,
-                  Cat("cannot record what the working copy of '", project, "' was made from: ",
-                      argv[0], " exited with status ", r.status),
+                  Cat("cannot record what the working copy of '", project,
+                      "' was made from: ", argv[0], " exited with status ", r.status),
                   {}, {Trim(r.err).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
     }
     return r;
@@ -335,8 +333,7 @@ bool AdvanceSandboxBase(SshConnection& conn, const std::string& project,
   for (const auto& p : paths) *o.input += p + '\0';
   // Every file named is copied (--ignore-times): its time says nothing about its content.
   ExecResult r = conn.Exec({"rsync", "-a", "--ignore-times", "--from0", "--files-from=-",
-                            "--delete-missing-args", "--force", from + "/",
-                            BaseDir(project) + "/"},
+                            "--delete-missing-args", "--force", from + "/", BaseDir(project) + "/"},
                            o);
   return r.status == 0;
 }

@@ -25,7 +25,8 @@ std::string DigestFd(int fd, int64_t offset, int64_t length, const EVP_MD* md,
   EVP_DigestInit_ex(ctx.get(), md, nullptr);
   char buf[1 << 16];
   while (length != 0) {
-    size_t want = length < 0 ? sizeof buf : static_cast<size_t>(std::min<int64_t>(length, sizeof buf));
+    size_t want =
+        length < 0 ? sizeof buf : static_cast<size_t>(std::min<int64_t>(length, sizeof buf));
     ssize_t n = ::pread(fd, buf, want, offset);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error(kExitIoErr, Cat("cannot read ", what, ": ", std::strerror(errno)));

@@ -28,7 +28,6 @@ namespace {
 constexpr const char* kRoot = "/run/ss-views";
 constexpr uint32_t kNobody = 65534;
 
-
 bool IsMountRoot(const std::string& path) {
   struct statx sx {};
   return ::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) == 0 &&

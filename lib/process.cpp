@@ -25,7 +25,6 @@ extern char** environ;
 namespace ss {
 namespace {
 
-
 void MakePipe(Fd& read_end, Fd& write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {

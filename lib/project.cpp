@@ -44,7 +44,6 @@ constexpr auto kLockWait = std::chrono::seconds(10);
 // ---------------------------------------------------------------------------------------------
 // File descriptors and errors
 
-
 [[noreturn]] void SysError(std::string_view what, const std::string& path, int err) {
   throw Error(err == ENOENT                   ? kExitNoInput
               : err == EACCES || err == EPERM ? kExitNoPerm

@@ -103,9 +103,9 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   };
   using C = ProjectOptions::Command;
   const FlagUse uses[] = {
-      {"from", {C::kNew}},  {"github", {C::kNew}},          {"private", {C::kNew}},
-      {"copy", {C::kNew}},  {"json", {C::kList, C::kShow}}, {"no-size", {C::kList}},
-      {"yes", {C::kDelete}},  {"force", {C::kDelete}}};
+      {"from", {C::kNew}},   {"github", {C::kNew}},          {"private", {C::kNew}},
+      {"copy", {C::kNew}},   {"json", {C::kList, C::kShow}}, {"no-size", {C::kList}},
+      {"yes", {C::kDelete}}, {"force", {C::kDelete}}};
   for (const auto& use : uses) {
     if (!vm.count(use.flag)) continue;
     if (std::find(use.commands.begin(), use.commands.end(), o.command) == use.commands.end()) {

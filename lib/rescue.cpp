@@ -184,9 +184,8 @@ std::optional<std::string> SaveAndRemove(SshConnection& conn, const std::string&
   if (unapplied > 0) saved = RescueToHost(conn, sandbox, project, {project});
   ExecResult r = conn.Exec({"sudo", "-n", "sh", "-c", kRemoveCopyScript, "remove-copy", project});
   if (r.status != 0) {
-    throw Error(kExitRemote,
-                Cat("cannot remove the working copy of '", project, "' in sandbox '", sandbox,
-                    "': ", Trim(r.err)));
+    throw Error(kExitRemote, Cat("cannot remove the working copy of '", project, "' in sandbox '",
+                                 sandbox, "': ", Trim(r.err)));
   }
   return saved;
 }
@@ -207,8 +206,8 @@ std::vector<WorkingCopyFound> FindWorkingCopies(const Config& config, const std:
       PrepareWorkingCopy(*f.conn, config, project, name);
       f.unapplied = UnappliedChanges(*f.conn, config, project).size();
       if (f.unapplied > 0) {
-        details.push_back(Cat("  in sandbox '", name, "': ", f.unapplied,
-                              f.unapplied == 1 ? " file" : " files"));
+        details.push_back(
+            Cat("  in sandbox '", name, "': ", f.unapplied, f.unapplied == 1 ? " file" : " files"));
       }
     }
     out.push_back(std::move(f));

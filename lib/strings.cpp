@@ -1,8 +1,8 @@
 #include "strings.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cctype>
+#include <climits>
 
 namespace ss {
 

@@ -176,9 +176,16 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
     ExecOptions o;
     if (only) {
       // Only these paths (those a sync would replace): the rest of the tree is not read.
-      argv = {"rsync",          "-a",        "--checksum",           "--dry-run",
-              "--from0",        "--files-from=-", "--delete-missing-args", "--out-format=%i %n",
-              copy + "/",       base + "/"};
+      argv = {"rsync",
+              "-a",
+              "--checksum",
+              "--dry-run",
+              "--from0",
+              "--files-from=-",
+              "--delete-missing-args",
+              "--out-format=%i %n",
+              copy + "/",
+              base + "/"};
       o.input = "";
       for (const auto& p : *only) *o.input += p + '\0';
     }
@@ -265,9 +272,9 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
     ExecResult done = conn.Exec(argv, o);
     // 24: a file vanished on the host since the plan; the next sync sees it.
     if (done.status != 0 && done.status != 24) {
-      throw Error(kExitRemote, Cat("cannot sync '", project, "': rsync exited with status ",
-                                   done.status),
-                  {}, {Trim(done.err).empty() ? "see the sandbox's logs" : std::string(Trim(done.err))});
+      throw Error(
+          kExitRemote, Cat("cannot sync '", project, "': rsync exited with status ", done.status),
+          {}, {Trim(done.err).empty() ? "see the sandbox's logs" : std::string(Trim(done.err))});
     }
     report.changes = ParseItemized(done.out);
     Checked(conn, {"touch", stamp}, "cannot record the sync");
@@ -464,7 +471,8 @@ std::string PlanDiff(SshConnection& conn, const std::string& project, const Appl
     if (l.rfind("Binary files a/", 0) == 0) path = line.substr(15, line.find(" and b/") - 15);
     if (l.rfind("mode change ", 0) == 0) path = line.substr(line.find(' ', 19) + 1);
     if (!path.empty() && conflicts.erase(path)) {
-      out += Cat("# conflict: ", path, " changed on the host and in the sandbox since the last sync\n");
+      out += Cat("# conflict: ", path,
+                 " changed on the host and in the sandbox since the last sync\n");
     }
     out += line + "\n";
   }
@@ -495,7 +503,8 @@ std::optional<std::string> ReadBeneath(int root, const std::string& path, struct
   if (!parts || parts->empty()) return std::nullopt;
   Fd parent = OpenParentBeneath(root, *parts);
   if (!parent.ok()) return std::nullopt;
-  Fd fd(::openat(parent.get(), parts->back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  Fd fd(::openat(parent.get(), parts->back().c_str(),
+                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.ok() || ::fstat(fd.get(), st) != 0 || !S_ISREG(st->st_mode)) return std::nullopt;
   return ReadRange(fd.get(), 0, st->st_size);
 }
@@ -525,11 +534,11 @@ std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
   }
   std::vector<std::pair<std::string, bool>> out;
   if (wanted.empty()) return out;
-  ReceivedArchive bases(conn,
-                        {"tar", "-C", BaseDir(project), "--format=posix", "-cf", "-",
-                         "--no-recursion", "--null", "--verbatim-files-from",
-                         "--ignore-failed-read", "-T", "-"},
-                        list);
+  ReceivedArchive bases(
+      conn,
+      {"tar", "-C", BaseDir(project), "--format=posix", "-cf", "-", "--no-recursion", "--null",
+       "--verbatim-files-from", "--ignore-failed-read", "-T", "-"},
+      list);
   std::map<std::string, std::string> base_text;
   for (const auto& e : bases.Index(source)) {
     auto parts = SafeComponents(e.path);
@@ -550,8 +559,7 @@ std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
     AtomicWrite(work.path() + "/base", b->second, 0600);
     AtomicWrite(work.path() + "/sandbox", theirs, 0600);
     ProcessResult r = Run({"git", "merge-file", "-p", "-L", "host", "-L", "base", "-L", "sandbox",
-                           work.path() + "/host", work.path() + "/base",
-                           work.path() + "/sandbox"});
+                           work.path() + "/host", work.path() + "/base", work.path() + "/sandbox"});
     if (r.timed_out || r.status > 127) continue;  // git's own failure: left as a conflict
     // Written as the host file was (its mode), through the crossing, beside it and renamed over.
     AtomicWrite(work.path() + "/merged", r.out, 0600);
@@ -571,9 +579,9 @@ std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
 
 }  // namespace
 
-ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox, const std::string& project,
-                         ApplyPlan& plan, const std::string& host_dir, Resolution resolution,
-                         const std::string& source) {
+ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox,
+                         const std::string& project, ApplyPlan& plan, const std::string& host_dir,
+                         Resolution resolution, const std::string& source) {
   ApplyReport report;
   report.crossing.refused = plan.refused;
   Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -126,8 +126,8 @@ struct ApplyReport {
 // and listed); removes there what the copy deleted, never following a link. Nothing the user
 // changed since the base is touched unless `resolution` says so. The base record follows what
 // was applied. `source` names the sandbox in messages.
-ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox, const std::string& project,
-                         ApplyPlan& plan, const std::string& host_dir, Resolution resolution,
-                         const std::string& source);
+ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox,
+                         const std::string& project, ApplyPlan& plan, const std::string& host_dir,
+                         Resolution resolution, const std::string& source);
 
 }  // namespace ss

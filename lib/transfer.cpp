@@ -43,7 +43,6 @@ constexpr const char* kStat =
 exec stat -L -c "$t %a %Y %s" -- "$1"
 )sh";
 
-
 std::string Strip(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   return path;

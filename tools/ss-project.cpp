@@ -225,12 +225,12 @@ int Delete(const ProjectOptions& o) {
   if (IsCopyMode(config, o.name)) copies = FindWorkingCopies(config, o.name, o.force);
   std::string question = Cat("Delete '", o.name, "'? This cannot be undone.");
   for (const auto& c : copies) {
-    question += c.unapplied > 0
-                    ? Cat(" Its working copy in sandbox '", c.sandbox, "' goes too; its ",
-                          c.unapplied, c.unapplied == 1 ? " change" : " changes",
-                          " not yet applied are saved to ", DisplayPath(SsHome()),
-                          "/rescued/ first.")
-                    : Cat(" Its working copy in sandbox '", c.sandbox, "' goes too.");
+    question +=
+        c.unapplied > 0
+            ? Cat(" Its working copy in sandbox '", c.sandbox, "' goes too; its ", c.unapplied,
+                  c.unapplied == 1 ? " change" : " changes", " not yet applied are saved to ",
+                  DisplayPath(SsHome()), "/rescued/ first.")
+            : Cat(" Its working copy in sandbox '", c.sandbox, "' goes too.");
   }
   if (!o.yes) {
     if (!StdinIsTty()) {

@@ -83,8 +83,8 @@ Options ParseArgs(const Args& args) {
       "stat", po::bool_switch(&o.stat))("timeout", po::value(&o.timeout))(
       "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
       "ours", po::bool_switch(&o.ours))("theirs", po::bool_switch(&o.theirs))(
-      "merge", po::bool_switch(&o.merge))(
-      "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
+      "merge", po::bool_switch(&o.merge))("help,h", po::bool_switch(&o.help))("words",
+                                                                              po::value(&o.words));
   ParseWithWords(args, desc);
   if (o.timeout <= 0) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
@@ -230,9 +230,10 @@ void NoteKept(const ApplyPlan& plan, const std::string& project) {
              " brings them to the copy): ", Count(kept, "file", "files"), "."));
   }
   if (!plan.base.recorded() && plan.Count(Action::kConflict) > 0) {
-    Note(Cat("There is no record of what the copy was made from (a sandbox restored, or a copy "
-             "from an older ss): every difference is a conflict until ss sync ",
-             project, " records one."));
+    Note(
+        Cat("There is no record of what the copy was made from (a sandbox restored, or a copy "
+            "from an older ss): every difference is a conflict until ss sync ",
+            project, " records one."));
   }
 }
 
@@ -251,9 +252,10 @@ int Diff(const Options& o, const Config& config) {
 Resolution ChosenResolution(const Options& o) {
   int n = o.ours + o.theirs + o.merge;
   if (n > 1) throw Error(kExitUsage, "choose one of --ours, --theirs and --merge");
-  return o.ours ? Resolution::kOurs : o.theirs ? Resolution::kTheirs
-                                     : o.merge  ? Resolution::kMerge
-                                                : Resolution::kNone;
+  return o.ours     ? Resolution::kOurs
+         : o.theirs ? Resolution::kTheirs
+         : o.merge  ? Resolution::kMerge
+                    : Resolution::kNone;
 }
 
 int Apply(const Options& o, const Config& config) {

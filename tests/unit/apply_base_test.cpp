@@ -172,7 +172,7 @@ TEST_F(BaseRecordTest, HostVersionNeverFollowsALink) {
   EXPECT_EQ(HostVersion(Root(), "out/secret").kind, Version::kAbsent);
   EXPECT_EQ(HostVersion(Root(), "out"), Link(outside.path()));
   EXPECT_EQ(HostVersion(Root(), "sub/x/y").kind, Version::kAbsent);  // a file on the way
-  EXPECT_EQ(HostVersion(Root(), "sub").kind, Version::kOther);        // a directory
+  EXPECT_EQ(HostVersion(Root(), "sub").kind, Version::kOther);       // a directory
   EXPECT_EQ(HostVersion(Root(), "../project/sub/x").kind, Version::kOther);
   ASSERT_EQ(::mkfifo((dir_ + "/fifo").c_str(), 0644), 0);
   EXPECT_EQ(HostVersion(Root(), "fifo").kind, Version::kOther);
@@ -182,8 +182,8 @@ TEST_F(BaseRecordTest, AMalformedRecordIsNoRecord) {
   MakeDirs(home_.path() + "/.ss/bases/box", 0700);
   for (const std::string& text : std::vector<std::string>{
            "", "ss-base 1 tok", "ss-base 2 tok\n", "ss-base 1 tok\nf\t0\tabc\t1\t1\t1\t1",
-        std::string("ss-base 1 tok\nf\t0\tabc\t1\tx\t1\t1\t1\ta") + '\0',
-        std::string("ss-base 1 tok\nf\t0\tabc\t1\t1\t1\t1\t1\t../a") + '\0'}) {
+           std::string("ss-base 1 tok\nf\t0\tabc\t1\tx\t1\t1\t1\ta") + '\0',
+           std::string("ss-base 1 tok\nf\t0\tabc\t1\t1\t1\t1\t1\t../a") + '\0'}) {
     AtomicWrite(BaseRecord::PathOf("box", "app"), text, 0600);
     EXPECT_FALSE(BaseRecord::Load("box", "app").recorded()) << Printable(text);
   }
