@@ -221,7 +221,7 @@ lines")" "nl"
   in_sandbox 'rm -f ~/large'
 }
 
-@test "nothing is written in the sandbox to look: with /etc/ss full, diff, apply and pull still work" {
+@test "nothing is written in the sandbox to look: with /etc/ss full, diff, apply, pull and exec still work" {
   ss sync ho-app --force >/dev/null
   in_copy 'echo read-only-rescue > rescue.txt'
   # A full filesystem where ss used to write a file before every copy-mode command.
@@ -232,6 +232,8 @@ lines")" "nl"
   assert_line "+read-only-rescue"
   run ss pull rescue.txt "$BATS_TEST_TMPDIR/rescue.txt" --project ho-app
   assert_success
+  run ss exec ho-app -- cat rescue.txt
+  assert_output "read-only-rescue"
   # The sandbox's copy of the base on a full filesystem too: apply still brings the change, and
   # says the sandbox could not follow.
   in_sandbox 'sudo -n sh -c "mount -t tmpfs -o size=64k tmpfs /home/sandbox/.ss/bases &&

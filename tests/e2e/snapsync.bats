@@ -270,7 +270,7 @@ settled"
   port=$(ss vm status --sandbox "$SANDBOX" --json | jq -r .ssh.port)
   # 1,000 rounds where a round costs least; fewer where each ss command starts a slower machine.
   local rounds
-  case "$SS_E2E_BACKEND" in docker) rounds=1000 ;; qemu) rounds=50 ;; *) rounds=200 ;; esac
+  case "$SS_E2E_BACKEND" in docker) rounds=1000 ;; qemu) rounds=20 ;; *) rounds=100 ;; esac
   run python3 "$BATS_TEST_DIRNAME/apply_property.py" "$SS_HOME/projects/sn-prop" sn-prop \
     "${SS_E2E_PROPERTY_ROUNDS:-$rounds}" "${SS_E2E_PROPERTY_SEED:-$RANDOM}" -- \
     ssh -q -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
