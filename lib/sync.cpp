@@ -62,17 +62,17 @@ exit 0
 // Files are compared by content (--checksum), never by size and time alone: a file's time comes
 // from a clock that advances in ticks of milliseconds, so an edit of the same size made in the
 // same tick on the other side would look unchanged (and be overwritten, or its base misrecorded).
-std::vector<std::string> Rsync(bool dry_run, const std::string& from, const std::string& to) {
-  std::vector<std::string> argv = {"rsync",
-                                   "-a",
-                                   "--delete",
-                                   "--checksum",
-                                   Cat("--exclude-from=", kSyncExcludeFile),
-                                   "--out-format=%i %n"};
-  if (dry_run) argv.push_back("--dry-run");
-  argv.push_back(from + "/");
-  argv.push_back(to + "/");
-  return argv;
+// What rsync would change to make `to` like `from` (a dry run, itemized).
+std::vector<std::string> Compare(const std::string& from, const std::string& to) {
+  return {"rsync",
+          "-a",
+          "--delete",
+          "--checksum",
+          "--dry-run",
+          Cat("--exclude-from=", kSyncExcludeFile),
+          "--out-format=%i %n",
+          from + "/",
+          to + "/"};
 }
 
 ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, std::string_view what,
@@ -172,7 +172,7 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
   std::vector<std::string> changed;
   if (only && only->empty()) return changed;
   if (conn.Exec({"test", "-d", base}).status == 0) {
-    std::vector<std::string> argv = Rsync(true, copy, base);
+    std::vector<std::string> argv = Compare(copy, base);
     ExecOptions o;
     if (only) {
       // Only these paths (those a sync would replace): the rest of the tree is not read.
@@ -219,7 +219,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
 
   // The plan first; the copy's own changes are looked at only where the plan would replace them.
   ExecResult plan =
-      Checked(conn, Rsync(true, src, copy), Cat("cannot plan the sync of '", project, "'"));
+      Checked(conn, Compare(src, copy), Cat("cannot plan the sync of '", project, "'"));
   report.changes = ParseItemized(plan.out);
   std::vector<std::string> replaced;
   for (const auto& c : report.changes) {
@@ -297,7 +297,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
 }
 
 std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project) {
-  ExecResult r = Checked(conn, Rsync(true, CopyDir(project), SourceDir(project)),
+  ExecResult r = Checked(conn, Compare(CopyDir(project), SourceDir(project)),
                          Cat("cannot compare the working copy of '", project, "'"));
   std::vector<ItemizedChange> out;
   for (auto& c : ParseItemized(r.out)) {
