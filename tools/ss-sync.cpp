@@ -297,6 +297,14 @@ int Apply(const Options& o, const Config& config) {
     std::cout << "Applied " << Count(r.crossing.written.size(), "change", "changes") << " to "
               << DisplayPath(host_dir) << ".\n";
   }
+  if (resolution == Resolution::kOurs && conflicts > 0) {
+    std::cout << "Kept the host's version of " << Count(conflicts, "file", "files") << " (ss sync "
+              << project << " brings it to the copy).\n";
+  }
+  if (resolution == Resolution::kTheirs && conflicts > 0) {
+    std::cout << "Took the sandbox's version of "
+              << Count(conflicts, "conflicting file", "conflicting files") << ".\n";
+  }
   for (const auto& m : r.merged) std::cout << "Merged " << Printable(m) << ".\n";
   int status = ReportRefused(r.crossing.refused, "left as they are on the host");
   if (!r.marked.empty()) {
