@@ -214,8 +214,7 @@ void BaseRecord::Save(const std::string& sandbox, const std::string& project) co
 
 BaseRecord BaseRecord::Make(const std::string& host_dir, const std::vector<std::string>& paths,
                             const struct timespec& since, const BaseRecord& previous) {
-  BaseRecord r = previous;
-  r.entries_.clear();
+  BaseRecord r;
   r.recorded_ = true;
   r.token_ = RandomNonce();
   r.Look(host_dir, paths, since, previous, /*named_absent_unknown=*/true);

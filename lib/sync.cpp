@@ -32,7 +32,8 @@
 namespace ss {
 namespace {
 
-// diff(1) of each path read from stdin (each ends with a NUL): $1 is the source, $2 the copy. A
+// diff(1) of each path read from stdin, "T/PATH" (the copy's change) or "C/PATH" (a conflict,
+// announced by a "# conflict:" line), each ending with a NUL: $1 is the source, $2 the copy. A
 // symbolic link is shown by its target, a device, fifo or socket by what it is (apply refuses those
 // and links that leave the project), and a change of the executable bit as git shows it.
 constexpr const char* kDiffScript = R"sh(src=$1 copy=$2
@@ -44,6 +45,9 @@ what() {
   else printf none; fi
 }
 while IFS= read -r -d '' f; do
+  kind=${f%%/*} f=${f#*/}
+  [ "$kind" = C ] &&
+    printf '# conflict: %s changed on the host and in the sandbox since the last sync\n' "$f"
   a=$(what "$src/$f") b=$(what "$copy/$f")
   if [ "$a" != file ] && [ "$a" != none ] || [ "$b" != file ] && [ "$b" != none ]; then
     printf -- '--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-%s\n+%s\n' "$f" "$f" "$a" "$b"
@@ -172,9 +176,11 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
   std::vector<std::string> changed;
   if (only && only->empty()) return changed;
   if (conn.Exec({"test", "-d", base}).status == 0) {
-    std::vector<std::string> argv = Compare(copy, base);
+    std::vector<std::string> argv;
     ExecOptions o;
-    if (only) {
+    if (!only) {
+      argv = Compare(copy, base);
+    } else {
       // Only these paths (those a sync would replace): the rest of the tree is not read.
       argv = {"rsync",
               "-a",
@@ -304,18 +310,6 @@ std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& 
     if (c.content()) out.push_back(std::move(c));
   }
   return out;
-}
-
-std::string CopyDiff(SshConnection& conn, const std::string& project,
-                     const std::vector<ItemizedChange>& changes) {
-  if (changes.empty()) return "";
-  ExecOptions o;
-  o.input = "";
-  for (const auto& c : changes) *o.input += c.path + '\0';
-  ExecResult r =
-      Checked(conn, {"bash", "-c", kDiffScript, "ss-diff", SourceDir(project), CopyDir(project)},
-              Cat("cannot diff the working copy of '", project, "'"), o);
-  return r.out;
 }
 
 std::string DiffStat(std::string_view diff) {
@@ -453,30 +447,16 @@ ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::
 }
 
 std::string PlanDiff(SshConnection& conn, const std::string& project, const ApplyPlan& plan) {
-  std::vector<ItemizedChange> shown;
-  std::set<std::string> conflicts;
+  ExecOptions o;
+  o.input = "";
   for (const auto& p : plan.changes) {
-    if (p.action != Action::kTake && p.action != Action::kConflict) continue;
-    shown.push_back({"", p.path});
-    if (p.action == Action::kConflict) conflicts.insert(p.path);
+    if (p.action == Action::kTake) *o.input += Cat("T/", p.path, '\0');
+    if (p.action == Action::kConflict) *o.input += Cat("C/", p.path, '\0');
   }
-  std::string diff = CopyDiff(conn, project, shown);
-  if (conflicts.empty()) return diff;
-  // Each conflict's diff, announced.
-  std::string out;
-  for (const auto& line : SplitLines(diff)) {
-    std::string_view l = line;
-    std::string path;
-    if (l.rfind("--- a/", 0) == 0) path = line.substr(6);
-    if (l.rfind("Binary files a/", 0) == 0) path = line.substr(15, line.find(" and b/") - 15);
-    if (l.rfind("mode change ", 0) == 0) path = line.substr(line.find(' ', 19) + 1);
-    if (!path.empty() && conflicts.erase(path)) {
-      out += Cat("# conflict: ", path,
-                 " changed on the host and in the sandbox since the last sync\n");
-    }
-    out += line + "\n";
-  }
-  return out;
+  if (o.input->empty()) return "";
+  return Checked(conn, {"bash", "-c", kDiffScript, "ss-diff", SourceDir(project), CopyDir(project)},
+                 Cat("cannot diff the working copy of '", project, "'"), o)
+      .out;
 }
 
 namespace {

@@ -68,9 +68,6 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
 // What changed in the copy against the source, as rsync sees it (excluded paths left out):
 // created, modified and deleted files.
 std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project);
-// A unified diff of those changes ("a/PATH" is the source, "b/PATH" the copy).
-std::string CopyDiff(SshConnection& conn, const std::string& project,
-                     const std::vector<ItemizedChange>& changes);
 // git-style --stat lines of a unified diff: " path | 3 ++-" and the summary line.
 std::string DiffStat(std::string_view diff);
 
