@@ -63,22 +63,6 @@ done
 exit 0
 )sh";
 
-// Files are compared by content (--checksum), never by size and time alone: a file's time comes
-// from a clock that advances in ticks of milliseconds, so an edit of the same size made in the
-// same tick on the other side would look unchanged (and be overwritten, or its base misrecorded).
-// What rsync would change to make `to` like `from` (a dry run, itemized).
-std::vector<std::string> Compare(const std::string& from, const std::string& to) {
-  return {"rsync",
-          "-a",
-          "--delete",
-          "--checksum",
-          "--dry-run",
-          Cat("--exclude-from=", kSyncExcludeFile),
-          "--out-format=%i %n",
-          from + "/",
-          to + "/"};
-}
-
 ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, std::string_view what,
                    const ExecOptions& options = {}) {
   ExecResult r = conn.Exec(argv, options);
@@ -88,6 +72,27 @@ ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, st
         {std::string(Trim(r.err)).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
   }
   return r;
+}
+
+// Every comparison of two trees in the sandbox: what rsync would change to make `to` like `from`
+// (a dry run, itemized on stdout). Files are compared by content (--checksum), never by size and
+// time alone: a file's time comes from a clock that advances in ticks of milliseconds, so an edit
+// of the same size made in the same tick on the other side would look unchanged (and be
+// overwritten, or its base misrecorded). Without `only`, the whole tree less the excluded paths;
+// with it, only those paths (one missing on a side counts as deleted).
+ExecResult Compare(SshConnection& conn, const std::string& from, const std::string& to,
+                   std::string_view what, const std::vector<std::string>* only = nullptr) {
+  std::vector<std::string> argv = {"rsync", "-a", "--checksum", "--dry-run"};
+  ExecOptions o;
+  if (only) {
+    argv.insert(argv.end(), {"--from0", "--files-from=-", "--delete-missing-args"});
+    o.input = "";
+    for (const auto& p : *only) *o.input += p + '\0';
+  } else {
+    argv.insert(argv.end(), {"--delete", Cat("--exclude-from=", kSyncExcludeFile)});
+  }
+  argv.insert(argv.end(), {"--out-format=%i %n", from + "/", to + "/"});
+  return Checked(conn, argv, what, o);
 }
 
 // rsync prints a name's unprintable bytes (a line break, say) as \#ooo, in octal.
@@ -176,27 +181,8 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
   std::vector<std::string> changed;
   if (only && only->empty()) return changed;
   if (conn.Exec({"test", "-d", base}).status == 0) {
-    std::vector<std::string> argv;
-    ExecOptions o;
-    if (!only) {
-      argv = Compare(copy, base);
-    } else {
-      // Only these paths (those a sync would replace): the rest of the tree is not read.
-      argv = {"rsync",
-              "-a",
-              "--checksum",
-              "--dry-run",
-              "--from0",
-              "--files-from=-",
-              "--delete-missing-args",
-              "--out-format=%i %n",
-              copy + "/",
-              base + "/"};
-      o.input = "";
-      for (const auto& p : *only) *o.input += p + '\0';
-    }
     ExecResult r =
-        Checked(conn, argv, Cat("cannot compare the working copy of '", project, "'"), o);
+        Compare(conn, copy, base, Cat("cannot compare the working copy of '", project, "'"), only);
     for (const auto& c : ParseItemized(r.out)) {
       if (c.content()) changed.push_back(c.path);
     }
@@ -224,8 +210,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
   std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
 
   // The plan first; the copy's own changes are looked at only where the plan would replace them.
-  ExecResult plan =
-      Checked(conn, Compare(src, copy), Cat("cannot plan the sync of '", project, "'"));
+  ExecResult plan = Compare(conn, src, copy, Cat("cannot plan the sync of '", project, "'"));
   report.changes = ParseItemized(plan.out);
   std::vector<std::string> replaced;
   for (const auto& c : report.changes) {
@@ -302,8 +287,12 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
   return report;
 }
 
+namespace {
+
+// What changed in the copy against the source, as rsync sees it (excluded paths left out):
+// created, modified and deleted files.
 std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project) {
-  ExecResult r = Checked(conn, Compare(CopyDir(project), SourceDir(project)),
+  ExecResult r = Compare(conn, CopyDir(project), SourceDir(project),
                          Cat("cannot compare the working copy of '", project, "'"));
   std::vector<ItemizedChange> out;
   for (auto& c : ParseItemized(r.out)) {
@@ -311,6 +300,8 @@ std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& 
   }
   return out;
 }
+
+}  // namespace
 
 std::string DiffStat(std::string_view diff) {
   struct Entry {

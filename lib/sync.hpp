@@ -65,9 +65,6 @@ struct SyncReport {
 SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
                            const std::string& project, const SyncOptions& options);
 
-// What changed in the copy against the source, as rsync sees it (excluded paths left out):
-// created, modified and deleted files.
-std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project);
 // git-style --stat lines of a unified diff: " path | 3 ++-" and the summary line.
 std::string DiffStat(std::string_view diff);
 
