@@ -1,0 +1,54 @@
+// The head of an HTTP/1.x request, as ss-net's proxy reads it: the request line and the headers,
+// nothing of the body. Pure parsing; every malformed head is refused rather than guessed at.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ss {
+
+inline constexpr size_t kMaxHttpHead = 16 * 1024;
+
+struct HttpHead {
+  std::string method;   // "CONNECT", "GET", …
+  std::string target;   // "host:443", "http://host/path", "/path"
+  std::string version;  // "HTTP/1.1"
+  std::vector<std::pair<std::string, std::string>> headers;  // in order, values trimmed
+  size_t size = 0;  // bytes of the head, the blank line included
+
+  // The first value of header `name` (any case), or nothing.
+  std::optional<std::string> Header(std::string_view name) const;
+};
+
+// The length of the head at the start of `bytes` ("\r\n\r\n" included), or 0 while incomplete.
+size_t HttpHeadLength(std::string_view bytes);
+
+// Parses a complete head (`bytes` holds at least HttpHeadLength(bytes) bytes); nothing when it is
+// not a well-formed HTTP/1.0 or 1.1 request head.
+std::optional<HttpHead> ParseHttpHead(std::string_view bytes);
+
+struct HostPort {
+  std::string host;  // a name, an IPv4 address, or an IPv6 address without its brackets
+  int port = 0;
+};
+
+// "host", "host:port", "[v6]", "[v6]:port"; `default_port` when none is given (0: one is
+// required). Nothing for anything else.
+std::optional<HostPort> ParseHostPort(std::string_view text, int default_port);
+
+// "http://host[:port]/path?query" → its host and port, and the origin-form path ("/path?query").
+struct HttpUrl {
+  HostPort authority;
+  std::string path;
+};
+std::optional<HttpUrl> ParseHttpUrl(std::string_view url);
+
+// The head again, with the request target replaced and hop-by-hop proxy headers (Proxy-*,
+// Connection, Keep-Alive) replaced by "Connection: close" ("Connection: Upgrade" for a request
+// that asks for an upgrade): what a forward proxy sends upstream.
+std::string ForwardedHead(const HttpHead& head, std::string_view target);
+
+}  // namespace ss

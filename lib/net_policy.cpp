@@ -1,0 +1,256 @@
+#include "net_policy.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "error.hpp"
+#include "strings.hpp"
+
+namespace ss {
+
+std::string_view NetModeName(NetMode mode) {
+  switch (mode) {
+    case NetMode::kAllowlist:
+      return "allowlist";
+    case NetMode::kOpen:
+      return "open";
+    case NetMode::kNone:
+      return "none";
+  }
+  return "allowlist";
+}
+
+std::optional<NetMode> ParseNetMode(std::string_view text) {
+  for (NetMode m : {NetMode::kAllowlist, NetMode::kOpen, NetMode::kNone}) {
+    if (text == NetModeName(m)) return m;
+  }
+  return std::nullopt;
+}
+
+std::string IpAddress::ToString() const {
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family == 4 ? AF_INET : AF_INET6, bytes.data(), buf, sizeof buf);
+  return buf;
+}
+
+std::optional<IpAddress> ParseIpAddress(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    text = text.substr(1, text.size() - 2);
+  }
+  std::string s(text);
+  IpAddress a;
+  if (inet_pton(AF_INET, s.c_str(), a.bytes.data()) == 1) {
+    a.family = 4;
+    return a;
+  }
+  if (inet_pton(AF_INET6, s.c_str(), a.bytes.data()) == 1) {
+    a.family = 6;
+    // An IPv4-mapped address is the IPv4 address it maps.
+    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(a.bytes.data(), kMapped, 12) == 0) {
+      std::memmove(a.bytes.data(), a.bytes.data() + 12, 4);
+      std::memset(a.bytes.data() + 4, 0, 12);
+      a.family = 4;
+    }
+    return a;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> NormaliseHostName(std::string_view host) {
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  if (host.empty() || host.size() > 253) return std::nullopt;
+  for (const std::string& label : Split(host, '.')) {
+    if (label.empty() || label.size() > 63) return std::nullopt;
+    if (!OnlyChars(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")) {
+      return std::nullopt;
+    }
+  }
+  return ToLower(host);
+}
+
+namespace {
+
+[[noreturn]] void BadRule(std::string_view text, std::string why) {
+  throw Error(kExitDataErr, Cat("invalid network rule ", Quoted(text), ": ", why), {},
+              {"rules look like: example.com, *.example.com, example.com:443, 10.0.0.0/8, "
+               "10.1.2.3:22, [2001:db8::]/32"});
+}
+
+bool InNetwork(const IpAddress& a, const IpAddress& net, int prefix) {
+  if (a.family != net.family) return false;
+  int full = prefix / 8;
+  if (std::memcmp(a.bytes.data(), net.bytes.data(), full) != 0) return false;
+  int rest = prefix % 8;
+  if (rest == 0) return true;
+  uint8_t mask = static_cast<uint8_t>(0xff << (8 - rest));
+  return (a.bytes[full] & mask) == (net.bytes[full] & mask);
+}
+
+bool Matches(const NetRule& rule, std::string_view name, const std::optional<IpAddress>& ip,
+             int port) {
+  if (rule.port != 0 && port != 0 && rule.port != port) return false;
+  switch (rule.kind) {
+    case NetRule::kName:
+      return !ip && name == rule.name;
+    case NetRule::kWildcard:
+      return !ip && name.size() > rule.name.size() + 1 && name.ends_with(rule.name) &&
+             name[name.size() - rule.name.size() - 1] == '.';
+    case NetRule::kNetwork:
+      return ip && InNetwork(*ip, rule.network, rule.prefix);
+  }
+  return false;
+}
+
+}  // namespace
+
+NetRule ParseNetRule(std::string_view text) {
+  NetRule r;
+  std::string_view body = Trim(text);
+  if (body.empty()) BadRule(text, "it is empty");
+  // The port: after the last ':' of a name or IPv4 form, after "]:" of a bracketed IPv6 form.
+  std::optional<std::string_view> port_text;
+  if (body.front() == '[') {
+    size_t close = body.find(']');
+    if (close == std::string_view::npos) BadRule(text, "'[' without ']'");
+    std::string_view after = body.substr(close + 1);
+    if (after.starts_with(":")) {
+      port_text = after.substr(1);
+      body = body.substr(0, close + 1);
+    } else if (after.starts_with("/")) {
+      // [2001:db8::]/32
+    } else if (!after.empty()) {
+      BadRule(text, "unexpected text after ']'");
+    }
+  } else if (std::count(body.begin(), body.end(), ':') == 1) {
+    size_t colon = body.find(':');
+    port_text = body.substr(colon + 1);
+    body = body.substr(0, colon);
+  } else if (std::count(body.begin(), body.end(), ':') > 1) {
+    BadRule(text, "write an IPv6 address in brackets: [2001:db8::1]");
+  }
+  if (port_text) {
+    auto port = ParseDecimal(*port_text);
+    if (!port || *port < 1 || *port > 65535) BadRule(text, "the port must be 1-65535");
+    r.port = static_cast<int>(*port);
+  }
+  size_t slash = body.find('/');
+  std::string_view address = body.substr(0, slash);
+  if (auto ip = ParseIpAddress(address)) {
+    r.kind = NetRule::kNetwork;
+    r.network = *ip;
+    r.prefix = ip->family == 4 ? 32 : 128;
+    if (slash != std::string_view::npos) {
+      auto prefix = ParseDecimal(body.substr(slash + 1));
+      if (!prefix || *prefix < 0 || *prefix > r.prefix) {
+        BadRule(text, Cat("the prefix length must be 0-", r.prefix));
+      }
+      r.prefix = static_cast<int>(*prefix);
+    }
+    // Keep the network's own address: 10.1.2.3/8 means 10.0.0.0/8.
+    for (int bit = r.prefix; bit < (ip->family == 4 ? 32 : 128); ++bit) {
+      r.network.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
+    }
+    std::string shown = r.network.family == 6 ? Cat("[", r.network.ToString(), "]")
+                                              : r.network.ToString();
+    if (r.prefix != (ip->family == 4 ? 32 : 128)) shown += Cat("/", r.prefix);
+    r.text = r.port ? Cat(shown, ":", r.port) : shown;
+    return r;
+  }
+  if (slash != std::string_view::npos) BadRule(text, "a prefix length needs an IP address");
+  if (address.starts_with("*.")) {
+    r.kind = NetRule::kWildcard;
+    address.remove_prefix(2);
+  }
+  if (address.find('*') != std::string_view::npos) {
+    BadRule(text, "'*' only as the whole first label: *.example.com");
+  }
+  auto name = NormaliseHostName(address);
+  if (!name) BadRule(text, "not a host name, address or network");
+  r.name = *name;
+  std::string shown = r.kind == NetRule::kWildcard ? Cat("*.", r.name) : r.name;
+  r.text = r.port ? Cat(shown, ":", r.port) : shown;
+  return r;
+}
+
+std::string NetPolicyToJson(const NetPolicy& policy) {
+  nlohmann::json j = {{"mode", NetModeName(policy.mode)},
+                      {"allow", nlohmann::json::array()},
+                      {"deny", nlohmann::json::array()}};
+  for (const NetRule& r : policy.allow) j["allow"].push_back(r.text);
+  for (const NetRule& r : policy.deny) j["deny"].push_back(r.text);
+  return j.dump(2) + "\n";
+}
+
+NetPolicy NetPolicyFromJson(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  auto bad = [](std::string why) -> Error {
+    return Error(kExitDataErr, Cat("invalid network policy: ", why));
+  };
+  if (!j.is_object()) throw bad("not a JSON object");
+  NetPolicy policy;
+  if (!j.contains("mode") || !j["mode"].is_string()) throw bad("no \"mode\"");
+  auto mode = ParseNetMode(j["mode"].get<std::string>());
+  if (!mode) throw bad("\"mode\" must be allowlist, open or none");
+  policy.mode = *mode;
+  for (const char* key : {"allow", "deny"}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_array()) throw bad(Cat("\"", key, "\" must be a list"));
+    for (const auto& rule : j[key]) {
+      if (!rule.is_string()) throw bad(Cat("\"", key, "\" holds a rule that is not a string"));
+      (std::string_view(key) == "allow" ? policy.allow : policy.deny)
+          .push_back(ParseNetRule(rule.get<std::string>()));
+    }
+  }
+  return policy;
+}
+
+NetVerdict Decide(const NetPolicy& policy, std::string_view host, int port) {
+  std::optional<IpAddress> ip = ParseIpAddress(host);
+  std::string name;
+  if (!ip) {
+    auto normal = NormaliseHostName(host);
+    if (!normal) return {false, "invalid name"};
+    name = *normal;
+  }
+  if (policy.mode == NetMode::kNone) return {false, "mode none"};
+  for (const NetRule& rule : policy.deny) {
+    if (Matches(rule, name, ip, port)) return {false, Cat("deny ", rule.text)};
+  }
+  if (policy.mode == NetMode::kOpen) return {true, "mode open"};
+  for (const NetRule& rule : policy.allow) {
+    if (Matches(rule, name, ip, port)) return {true, Cat("allow ", rule.text)};
+  }
+  return {false, "mode allowlist"};
+}
+
+bool IsInternalAddress(const IpAddress& address) {
+  static const char* const kInternal[] = {
+      "0.0.0.0/8",  "10.0.0.0/8",   "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+      "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3", "[::]/127", "[fc00::]/7",
+      "[fe80::]/10", "[ff00::]/8"};
+  for (const char* text : kInternal) {
+    NetRule net = ParseNetRule(text);
+    if (InNetwork(address, net.network, net.prefix)) return true;
+  }
+  return false;
+}
+
+NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port) {
+  if (policy.mode == NetMode::kNone) return {false, "mode none"};
+  std::optional<IpAddress> ip = address;
+  for (const NetRule& rule : policy.deny) {
+    if (Matches(rule, "", ip, port)) return {false, Cat("deny ", rule.text)};
+  }
+  for (const NetRule& rule : policy.allow) {
+    if (Matches(rule, "", ip, port)) return {true, Cat("allow ", rule.text)};
+  }
+  if (IsInternalAddress(address)) return {false, "internal address"};
+  return {true, policy.mode == NetMode::kOpen ? "mode open" : "public address"};
+}
+
+}  // namespace ss

@@ -1,0 +1,62 @@
+// ss-net's server for one sandbox: the only ways out of it. Runs on the host, on the sandbox's
+// side of the fence that the backend's firewall (or user-mode networking) puts around it.
+//
+//   proxy        HTTP CONNECT and absolute-form HTTP, for clients that honour HTTP(S)_PROXY;
+//                GET /denials (origin form) answers the recent denials, for the agent to read
+//   transparent  connections redirected from the sandbox's ports 80 and 443 (their original
+//                destination read back from conntrack): the name from the TLS ClientHello's SNI
+//                or the HTTP Host header, TLS never terminated
+//   dns          a resolver (UDP and TCP) that answers only names the policy allows, by asking
+//                the upstream resolver; everything else is NXDOMAIN or REFUSED, and logged
+//
+// Every connection and lookup is decided by the policy file (re-read when it changes, so an
+// edit counts for the next connection) and logged as one JSON line. Names are resolved through
+// the same upstream resolver the sandbox's lookups go to, and an allowed name never leads to an
+// address on the host or its networks unless a rule names that address.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/ip/udp.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ss {
+
+struct NetServerOptions {
+  std::string sandbox;      // named in the log and in every denial
+  std::string policy_file;  // JSON, see NetPolicyFromJson
+  std::string log_file;     // JSON lines, appended; "" for none
+  std::vector<asio::ip::tcp::endpoint> proxy;
+  std::vector<asio::ip::tcp::endpoint> transparent;
+  std::vector<asio::ip::udp::endpoint> dns;  // each also served over TCP
+  asio::ip::udp::endpoint upstream_dns;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds head_timeout{10000};
+  std::chrono::milliseconds dns_timeout{3000};
+};
+
+class NetServer {
+ public:
+  // Loads the policy (ss::Error 65 when it is invalid) and binds every listener (ss::Error 69
+  // naming the one that cannot be bound); serves while `io` runs.
+  NetServer(asio::io_context& io, NetServerOptions options);
+  ~NetServer();
+
+  NetServer(const NetServer&) = delete;
+  NetServer& operator=(const NetServer&) = delete;
+
+  // The addresses actually bound (a port 0 in the options becomes the port chosen).
+  std::vector<asio::ip::tcp::endpoint> ProxyEndpoints() const;
+  std::vector<asio::ip::tcp::endpoint> TransparentEndpoints() const;
+  std::vector<asio::ip::udp::endpoint> DnsEndpoints() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ss

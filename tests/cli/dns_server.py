@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""A DNS server for tests: answers A queries for the names given, NXDOMAIN for any other name,
+over UDP and TCP, and writes every question it receives to a log (to show what reached it).
+
+usage: dns_server.py ADDR PORT LOG NAME=IPV4...      (PORT 0: a free one, printed on stdout)
+"""
+import socket
+import socketserver
+import struct
+import sys
+import threading
+
+
+def parse_question(msg):
+    at, labels = 12, []
+    while msg[at]:
+        n = msg[at]
+        labels.append(msg[at + 1:at + 1 + n].decode("latin-1"))
+        at += 1 + n
+    qtype, qclass = struct.unpack("!HH", msg[at + 1:at + 5])
+    return ".".join(labels).lower(), qtype, at + 5
+
+
+def answer(msg, records, log):
+    name, qtype, end = parse_question(msg)
+    with open(log, "a") as f:
+        f.write(f"{name} {qtype}\n")
+    ident, flags = struct.unpack("!HH", msg[:4])
+    rd = flags & 0x0100
+    if name in records:
+        rcode, answers = 0, ([records[name]] if qtype == 1 else [])
+    else:
+        rcode, answers = 3, []
+    head = struct.pack("!HHHHHH", ident, 0x8000 | 0x0400 | rd | 0x0080 | rcode, 1, len(answers), 0, 0)
+    body = msg[12:end]
+    for ip in answers:
+        body += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(ip)
+    return head + body
+
+
+def main():
+    addr, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    records = dict(a.split("=", 1) for a in sys.argv[4:])
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind((addr, port))
+    port = udp.getsockname()[1]
+
+    class Tcp(socketserver.BaseRequestHandler):
+        def handle(self):
+            data = self.request.recv(2)
+            if len(data) < 2:
+                return
+            (n,) = struct.unpack("!H", data)
+            msg = b""
+            while len(msg) < n:
+                chunk = self.request.recv(n - len(msg))
+                if not chunk:
+                    return
+                msg += chunk
+            reply = answer(msg, records, log)
+            self.request.sendall(struct.pack("!H", len(reply)) + reply)
+
+    socketserver.TCPServer.allow_reuse_address = True
+    tcp = socketserver.ThreadingTCPServer((addr, port), Tcp)
+    threading.Thread(target=tcp.serve_forever, daemon=True).start()
+    print(port, flush=True)
+    while True:
+        msg, peer = udp.recvfrom(4096)
+        try:
+            udp.sendto(answer(msg, records, log), peer)
+        except Exception:  # a malformed query: no answer, as a resolver would
+            pass
+
+
+if __name__ == "__main__":
+    main()

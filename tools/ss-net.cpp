@@ -1,0 +1,344 @@
+// ss-net: a sandbox's egress. `serve` is the host-side proxy and resolver that are a sandbox's only
+// ways out; allow, deny, mode and ls change and show its policy (a running server follows within
+// a second); log shows what it let through and what it refused.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "error.hpp"
+#include "fs.hpp"
+#include "net_policy.hpp"
+#include "net_server.hpp"
+#include "paths.hpp"
+#include "strings.hpp"
+#include "tool.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kUsage =
+    R"(usage: ss-net allow RULE... [--sandbox NAME]
+       ss-net deny RULE... [--sandbox NAME]
+       ss-net mode allowlist|open|none [--sandbox NAME]
+       ss-net ls [--json] [--sandbox NAME]
+       ss-net log [-f] [--json] [--sandbox NAME]
+       ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent ADDR:PORT]...
+                    [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy FILE] [--log FILE]
+
+A sandbox's network: everything it sends outside goes through ss-net's proxy and resolver on
+the host, which let through only what the sandbox's policy allows, and log every connection and
+lookup. Policy changes count for the next connection, without a restart.
+
+Rules: example.com (that name), *.example.com (every name below it), example.com:443 (one
+port), 10.0.0.0/8 or 10.1.2.3[:PORT] (addresses), [2001:db8::]/32 (IPv6). Deny rules win over
+allow rules. An allowed name never leads to an address on the host or its networks unless a rule
+names that address.
+
+Commands:
+  allow RULE...         let the sandbox reach RULE (and drop the same rule from the deny list)
+  deny RULE...          refuse RULE even where an allow rule or mode open would let it through
+                        (and drop the same rule from the allow list)
+  mode MODE             allowlist (only what the rules allow), open (everything but the deny
+                        rules and the host's networks), none (nothing)
+  ls                    the policy: its mode and rules
+  log                   the log, one line per connection or lookup (-f: follow it)
+  serve                 run the proxy and resolver (the backends start it; see ss-net(1))
+
+Options:
+  --sandbox NAME        the sandbox (default: the configured one)
+  --json                ls: one JSON document; log: the JSON lines as they are
+  -f, --follow          log: keep printing new lines
+  -h, --help            show this help
+)";
+
+struct Options {
+  std::string verb;
+  std::vector<std::string> words;
+  std::string sandbox;
+  bool json = false;
+  bool follow = false;
+  bool help = false;
+  // serve
+  std::vector<std::string> proxy, transparent, dns;
+  std::string upstream_dns, policy, log;
+};
+
+Options ParseArgs(const Args& args) {
+  Options o;
+  auto usage = [](std::string why) {
+    return Error(kExitUsage, why, {}, {"see 'ss-net --help'"});
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw usage(Cat(a, " needs a value"));
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--sandbox") {
+      o.sandbox = value();
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "-f" || a == "--follow") {
+      o.follow = true;
+    } else if (a == "--proxy") {
+      o.proxy.push_back(value());
+    } else if (a == "--transparent") {
+      o.transparent.push_back(value());
+    } else if (a == "--dns") {
+      o.dns.push_back(value());
+    } else if (a == "--upstream-dns") {
+      o.upstream_dns = value();
+    } else if (a == "--policy") {
+      o.policy = value();
+    } else if (a == "--log") {
+      o.log = value();
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw usage(Cat("unknown option ", Quoted(a)));
+    } else if (o.verb.empty()) {
+      o.verb = a;
+    } else {
+      o.words.push_back(a);
+    }
+  }
+  if (o.help) return o;
+  static const std::vector<std::string> kVerbs = {"allow", "deny", "mode", "ls", "log", "serve"};
+  if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
+  if (std::find(kVerbs.begin(), kVerbs.end(), o.verb) == kVerbs.end()) {
+    throw usage(Cat("unknown command ", Quoted(o.verb)));
+  }
+  bool serving = o.verb == "serve";
+  if (!serving && (!o.proxy.empty() || !o.transparent.empty() || !o.dns.empty() ||
+                   !o.upstream_dns.empty() || !o.policy.empty() || !o.log.empty())) {
+    throw usage("--proxy, --transparent, --dns, --upstream-dns, --policy and --log are for serve");
+  }
+  if (o.json && o.verb != "ls" && o.verb != "log") throw usage("--json is for ls and log");
+  if (o.follow && o.verb != "log") throw usage("--follow is for log");
+  if ((o.verb == "allow" || o.verb == "deny") && o.words.empty()) {
+    throw usage(Cat(o.verb, " needs at least one rule"));
+  }
+  if (o.verb == "mode" && o.words.size() != 1) throw usage("mode needs one of allowlist, open, none");
+  if ((o.verb == "ls" || o.verb == "log" || serving) && !o.words.empty()) {
+    throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
+  }
+  if (serving && o.sandbox.empty()) throw usage("serve needs --sandbox NAME");
+  if (serving && o.proxy.empty() && o.transparent.empty() && o.dns.empty()) {
+    throw usage("serve needs at least one of --proxy, --transparent, --dns");
+  }
+  return o;
+}
+
+std::string NetDir(const std::string& sandbox) {
+  return Cat(StateDir(), "/sandboxes/", sandbox, "/net");
+}
+
+std::string SandboxOrDefault(const Options& o) {
+  if (!o.sandbox.empty()) return o.sandbox;
+  if (const char* env = getenv("CLAUDE_SANDBOX"); env && *env) return env;
+  return "super-sandbox";
+}
+
+std::string PolicyPath(const std::string& sandbox) { return NetDir(sandbox) + "/policy.json"; }
+std::string LogPath(const std::string& sandbox) { return NetDir(sandbox) + "/log.jsonl"; }
+
+// The sandbox's policy as stored; a sandbox that has none yet starts from the default policy.
+NetPolicy LoadPolicy(const std::string& sandbox) {
+  auto text = ReadFileIfExists(PolicyPath(sandbox));
+  if (!text) return NetPolicy{};
+  return NetPolicyFromJson(*text);
+}
+
+void SavePolicy(const std::string& sandbox, const NetPolicy& policy) {
+  MakeDirs(NetDir(sandbox), 0700);
+  AtomicWrite(PolicyPath(sandbox), NetPolicyToJson(policy), 0600);
+}
+
+asio::ip::address ParseAddress(const std::string& text, std::string_view what) {
+  std::error_code ec;
+  auto a = asio::ip::make_address(text, ec);
+  if (ec) throw Error(kExitUsage, Cat(what, ": ", Quoted(text), " is not an IP address"));
+  return a;
+}
+
+template <typename Endpoint>
+Endpoint ParseEndpoint(const std::string& text, std::string_view what, int default_port) {
+  std::string host = text;
+  int port = default_port;
+  size_t colon = text.rfind(':');
+  bool bracketed = text.starts_with("[");
+  if (colon != std::string::npos && (bracketed ? text[colon - 1] == ']' : text.find(':') == colon)) {
+    auto p = ParseDecimal(std::string_view(text).substr(colon + 1));
+    if (!p || *p < 0 || *p > 65535) throw Error(kExitUsage, Cat(what, ": bad port in ", Quoted(text)));
+    port = static_cast<int>(*p);
+    host = text.substr(0, colon);
+  }
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  if (port < 0) throw Error(kExitUsage, Cat(what, " needs ADDR:PORT, not ", Quoted(text)));
+  return Endpoint(ParseAddress(host, what), static_cast<uint16_t>(port));
+}
+
+// The first nameserver of /etc/resolv.conf: the host's own resolver.
+std::string HostResolver() {
+  std::ifstream in("/etc/resolv.conf");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto words = Split(std::string(Trim(line)), ' ');
+    if (words.size() >= 2 && words[0] == "nameserver") return words[1];
+  }
+  throw Error(kExitUnavailable, "no nameserver in /etc/resolv.conf",
+              {}, {"name one: ss-net serve --upstream-dns ADDR"});
+}
+
+int Serve(const Options& o) {
+  NetServerOptions s;
+  s.sandbox = o.sandbox;
+  s.policy_file = o.policy.empty() ? PolicyPath(o.sandbox) : o.policy;
+  if (!PathExists(s.policy_file) && o.policy.empty()) SavePolicy(o.sandbox, NetPolicy{});
+  s.log_file = o.log.empty() ? LogPath(o.sandbox) : o.log;
+  for (const auto& p : o.proxy) s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));
+  for (const auto& p : o.transparent) {
+    s.transparent.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--transparent", -1));
+  }
+  for (const auto& p : o.dns) s.dns.push_back(ParseEndpoint<asio::ip::udp::endpoint>(p, "--dns", -1));
+  s.upstream_dns = ParseEndpoint<asio::ip::udp::endpoint>(
+      o.upstream_dns.empty() ? HostResolver() : o.upstream_dns, "--upstream-dns", 53);
+  asio::io_context io;
+  NetServer server(io, s);
+  // Where it listens, once everything is bound: one JSON line (ports chosen for 0 included).
+  nlohmann::json ready = {{"kind", "NetServer"}, {"version", 1}, {"sandbox", o.sandbox},
+                          {"proxy", nlohmann::json::array()},
+                          {"transparent", nlohmann::json::array()},
+                          {"dns", nlohmann::json::array()}};
+  auto show = [](const auto& e) {
+    return e.address().is_v6() ? Cat("[", e.address().to_string(), "]:", e.port())
+                               : Cat(e.address().to_string(), ":", e.port());
+  };
+  for (const auto& e : server.ProxyEndpoints()) ready["proxy"].push_back(show(e));
+  for (const auto& e : server.TransparentEndpoints()) ready["transparent"].push_back(show(e));
+  for (const auto& e : server.DnsEndpoints()) ready["dns"].push_back(show(e));
+  std::cout << ready.dump() << std::endl;
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  signals.async_wait([&](std::error_code, int) { io.stop(); });
+  signal(SIGPIPE, SIG_IGN);
+  io.run();
+  return 0;
+}
+
+// Adds each rule to `to` (once) and removes it from `from`.
+void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const std::vector<std::string>& rules) {
+  for (const std::string& text : rules) {
+    NetRule rule = ParseNetRule(text);
+    std::erase_if(from, [&](const NetRule& r) { return r.text == rule.text; });
+    if (std::none_of(to.begin(), to.end(), [&](const NetRule& r) { return r.text == rule.text; })) {
+      to.push_back(rule);
+    }
+  }
+}
+
+int Ls(const std::string& sandbox, const NetPolicy& policy, bool json) {
+  if (json) {
+    nlohmann::json j = nlohmann::json::parse(NetPolicyToJson(policy));
+    j["kind"] = "NetPolicy";
+    j["version"] = 1;
+    j["sandbox"] = sandbox;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "Sandbox '" << sandbox << "': mode " << NetModeName(policy.mode) << "\n";
+  for (const auto& r : policy.allow) std::cout << "  allow " << r.text << "\n";
+  for (const auto& r : policy.deny) std::cout << "  deny  " << r.text << "\n";
+  return 0;
+}
+
+std::string LogLine(const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) return Printable(line);
+  std::string where = j.value("destination", "");
+  if (j.contains("port")) where += Cat(":", j["port"].get<int>());
+  std::string text = Cat(j.value("time", ""), "  ", j.value("verdict", ""), "  ",
+                         j.value("kind", ""), "  ", where);
+  if (j.contains("type")) text += Cat(" ", j["type"].get<std::string>());
+  if (j.contains("rule")) text += Cat("  (", j["rule"].get<std::string>(), ")");
+  if (j.contains("bytes_out")) {
+    text += Cat("  ", j["bytes_out"].get<uint64_t>(), " B out, ", j["bytes_in"].get<uint64_t>(), " B in");
+  }
+  if (j.value("verdict", "") != "allow" && j.contains("reason")) {
+    text += Cat("\n    ", j["reason"].get<std::string>());
+  }
+  return Printable(text, true);
+}
+
+int Log(const std::string& sandbox, bool json, bool follow) {
+  std::string path = LogPath(sandbox);
+  std::ifstream in(path);
+  if (!in && !follow) {
+    throw Error(kExitNoInput, Cat("sandbox ", Quoted(sandbox), " has no network log yet"), {},
+                {"it starts with the sandbox's first connection"});
+  }
+  std::string line;
+  for (;;) {
+    while (in && std::getline(in, line)) {
+      std::cout << (json ? line : LogLine(line)) << "\n";
+    }
+    if (!follow) return 0;
+    std::cout.flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!in.is_open()) in.open(path);
+    in.clear();
+  }
+}
+
+int Run(const Options& o) {
+  if (o.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (o.verb == "serve") return Serve(o);
+  std::string sandbox = SandboxOrDefault(o);
+  if (o.verb == "log") return Log(sandbox, o.json, o.follow);
+  NetPolicy policy = LoadPolicy(sandbox);
+  if (o.verb == "ls") return Ls(sandbox, policy, o.json);
+  if (o.verb == "allow") Move(policy.allow, policy.deny, o.words);
+  if (o.verb == "deny") Move(policy.deny, policy.allow, o.words);
+  if (o.verb == "mode") {
+    auto mode = ParseNetMode(o.words[0]);
+    if (!mode) {
+      throw Error(kExitUsage, Cat("unknown mode ", Quoted(o.words[0])), {},
+                  {"modes: allowlist, open, none"});
+    }
+    policy.mode = *mode;
+  }
+  SavePolicy(sandbox, policy);
+  return Ls(sandbox, policy, false);
+}
+
+int Complete(const Args& words) {
+  const std::string prev = words.size() >= 2 ? words[words.size() - 2] : "";
+  if (prev == "mode") {
+    for (const char* m : {"allowlist", "open", "none"}) std::cout << m << "\n";
+    return 0;
+  }
+  for (const char* v : {"allow", "deny", "mode", "ls", "log", "--sandbox", "--json", "--follow",
+                        "--help"}) {
+    std::cout << v << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ss
+
+int main(int argc, char** argv) {
+  return ss::RunTool("ss-net", argc, argv, [](const ss::Args& args) {
+    if (!args.empty() && args[0] == "--complete") return ss::Complete({args.begin() + 1, args.end()});
+    return ss::Run(ss::ParseArgs(args));
+  });
+}
