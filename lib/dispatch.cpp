@@ -44,6 +44,7 @@ const std::vector<Verb>& Verbs() {
       {"apply", "ss-sync", {"apply"}, "copy working-copy changes back to the host", "ss-sync"},
       {"push", "ss-sync", {"push"}, "copy files into the sandbox", "ss-sync"},
       {"pull", "ss-sync", {"pull"}, "copy files out of the sandbox", "ss-sync"},
+      {"net", "ss-net", {}, "the sandbox's network: allow, deny, ls, log", "ss-net"},
       {"update", "ss-update", {}, "update ss to the latest release", "ss-update"},
   };
   return verbs;

@@ -21,9 +21,9 @@
 #include "working_copy.hpp"
 
 namespace ss {
-namespace {
-
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
+
+namespace {
 
 constexpr const char* kProjectsTarget = "/home/sandbox/projects";
 

@@ -28,6 +28,9 @@ inline constexpr const char* kDefaultSandbox = "super-sandbox";
 std::string ResolveSandboxName(const std::string& flag);
 void ValidateSandboxName(const std::string& name);
 
+// Where each sandbox keeps its state on the host: SandboxesDir()/NAME/.
+std::string SandboxesDir();
+
 // Names of the sandboxes this install has created.
 std::vector<std::string> KnownSandboxes();
 

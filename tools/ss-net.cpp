@@ -17,6 +17,7 @@
 #include "net_policy.hpp"
 #include "net_server.hpp"
 #include "paths.hpp"
+#include "sandbox.hpp"
 #include "strings.hpp"
 #include "tool.hpp"
 
@@ -52,7 +53,7 @@ Commands:
   serve                 run the proxy and resolver (the backends start it; see ss-net(1))
 
 Options:
-  --sandbox NAME        the sandbox (default: the configured one)
+  --sandbox NAME        the sandbox (default: SS_SANDBOX, CLAUDE_SANDBOX, super-sandbox)
   --json                ls: one JSON document; log: the JSON lines as they are
   -f, --follow          log: keep printing new lines
   -h, --help            show this help
@@ -137,13 +138,7 @@ Options ParseArgs(const Args& args) {
 }
 
 std::string NetDir(const std::string& sandbox) {
-  return Cat(StateDir(), "/sandboxes/", sandbox, "/net");
-}
-
-std::string SandboxOrDefault(const Options& o) {
-  if (!o.sandbox.empty()) return o.sandbox;
-  if (const char* env = getenv("CLAUDE_SANDBOX"); env && *env) return env;
-  return "super-sandbox";
+  return Cat(SandboxesDir(), "/", sandbox, "/net");
 }
 
 std::string PolicyPath(const std::string& sandbox) { return NetDir(sandbox) + "/policy.json"; }
@@ -198,6 +193,7 @@ std::string HostResolver() {
 }
 
 int Serve(const Options& o) {
+  ValidateSandboxName(o.sandbox);
   NetServerOptions s;
   s.sandbox = o.sandbox;
   s.policy_file = o.policy.empty() ? PolicyPath(o.sandbox) : o.policy;
@@ -302,7 +298,7 @@ int Run(const Options& o) {
     return 0;
   }
   if (o.verb == "serve") return Serve(o);
-  std::string sandbox = SandboxOrDefault(o);
+  std::string sandbox = ResolveSandboxName(o.sandbox);
   if (o.verb == "log") return Log(sandbox, o.json, o.follow);
   NetPolicy policy = LoadPolicy(sandbox);
   if (o.verb == "ls") return Ls(sandbox, policy, o.json);

