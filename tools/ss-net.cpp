@@ -57,6 +57,16 @@ Options:
   --json                ls: one JSON document; log: the JSON lines as they are
   -f, --follow          log: keep printing new lines
   -h, --help            show this help
+
+serve:
+  --proxy ADDR:PORT     answer proxy requests there (repeatable; port 0: any free one)
+  --transparent ADDR:PORT
+                        take connections the firewall redirected there (repeatable)
+  --dns ADDR:PORT       answer lookups there, over UDP and TCP (repeatable)
+  --upstream-dns ADDR[:PORT]
+                        the resolver asked for allowed names (default: /etc/resolv.conf's)
+  --policy FILE         the policy file (default: the sandbox's)
+  --log FILE            the log file (default: the sandbox's)
 )";
 
 struct Options {

@@ -38,8 +38,8 @@ bash_complete() {
 }
 
 @test "bash: verbs, projects, flags, config keys and values, sandboxes" {
-  run bash_complete ne
-  assert_output "new"
+  run bash_complete resto
+  assert_output "restore"
   run bash_complete ""
   assert_line "new"
   assert_line "init"
@@ -84,8 +84,8 @@ bash_complete() {
   # ... or registered before ours was read.
   PRELOAD_IPROUTE2=1 run bash_complete --tc
   assert_output "--tcp"
-  PRELOAD_IPROUTE2=1 run bash_complete ne
-  assert_output "new"
+  PRELOAD_IPROUTE2=1 run bash_complete resto
+  assert_output "restore"
 }
 
 @test "bash: ss init gives ss cd and leaves iproute2's ss alone" {
@@ -118,8 +118,8 @@ PS1='zsh> '
 ZRC
   term_start env ZDOTDIR="$HOME" HOME="$HOME" PATH="$PATH" SS_HOME="$SS_HOME" zsh -i
   term_wait "zsh>"
-  term_keys "echo X; ss ne" Tab
-  term_wait "ss new"
+  term_keys "echo X; ss resto" Tab
+  term_wait "ss restore"
   term_keys C-u "ss delete cli" Tab
   term_wait "ss delete client-website"
   term_keys C-u "ss config set memo" Tab
@@ -134,8 +134,8 @@ ZRC
   term_start env HOME="$HOME" PATH="$PATH" SS_HOME="$SS_HOME" XDG_CONFIG_HOME="$HOME/.config" \
     fish --no-config -C "set fish_complete_path '$SS_SOURCE_DIR/completions' \$fish_complete_path; function fish_prompt; echo 'fish> '; end"
   term_wait "fish>"
-  term_keys "ss ne" Tab
-  term_wait "ss new"
+  term_keys "ss resto" Tab
+  term_wait "ss restore"
   term_keys C-u "ss delete cli" Tab
   term_wait "ss delete client-website"
   term_keys C-u "ss init " Tab
