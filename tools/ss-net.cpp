@@ -14,6 +14,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "net_fence.hpp"
 #include "net_policy.hpp"
 #include "net_server.hpp"
 #include "paths.hpp"
@@ -32,6 +33,9 @@ constexpr const char* kUsage =
        ss-net log [-f] [--json] [--sandbox NAME]
        ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent ADDR:PORT]...
                     [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy FILE] [--log FILE]
+       ss-net fence apply --sandbox NAME --interface IF --gateway ADDR --proxy-port PORT
+                    --transparent-port PORT --dns-port PORT [--dhcp]
+       ss-net fence remove --sandbox NAME
 
 A sandbox's network: everything it sends outside goes through ss-net's proxy and resolver on
 the host, which let through only what the sandbox's policy allows, and log every connection and
@@ -51,6 +55,8 @@ Commands:
   ls                    the policy: its mode and rules
   log                   the log, one line per connection or lookup (-f: follow it)
   serve                 run the proxy and resolver (the backends start it; see ss-net(1))
+  fence apply|remove    install or remove the host's firewall rules around a sandbox's link
+                        that send its traffic to ss-net and refuse the rest (see ss-net(1))
 
 Options:
   --sandbox NAME        the sandbox (default: SS_SANDBOX, CLAUDE_SANDBOX, super-sandbox)
@@ -67,6 +73,13 @@ serve:
                         the resolver asked for allowed names (default: /etc/resolv.conf's)
   --policy FILE         the policy file (default: the sandbox's)
   --log FILE            the log file (default: the sandbox's)
+
+fence:
+  --interface IF        the host side of the sandbox's link
+  --gateway ADDR        the host's IPv4 address on it, where ss-net listens
+  --proxy-port PORT, --transparent-port PORT, --dns-port PORT
+                        ss-net's ports there
+  --dhcp                let the sandbox's DHCP requests reach the host
 )";
 
 struct Options {
@@ -79,6 +92,8 @@ struct Options {
   // serve
   std::vector<std::string> proxy, transparent, dns;
   std::string upstream_dns, policy, log;
+  // fence
+  NetFence fence;
 };
 
 Options ParseArgs(const Args& args) {
@@ -112,6 +127,19 @@ Options ParseArgs(const Args& args) {
       o.policy = value();
     } else if (a == "--log") {
       o.log = value();
+    } else if (a == "--interface") {
+      o.fence.interface = value();
+    } else if (a == "--gateway") {
+      o.fence.gateway = value();
+    } else if (a == "--proxy-port" || a == "--transparent-port" || a == "--dns-port") {
+      std::string text = value();
+      auto port = ParseDecimal(text);
+      if (!port || *port < 1 || *port > 65535) throw usage(Cat(a, ": not a port: ", Quoted(text)));
+      (a == "--proxy-port" ? o.fence.proxy_port
+                           : a == "--dns-port" ? o.fence.dns_port : o.fence.transparent_port) =
+          static_cast<int>(*port);
+    } else if (a == "--dhcp") {
+      o.fence.dhcp = true;
     } else if (a.size() > 1 && a[0] == '-') {
       throw usage(Cat("unknown option ", Quoted(a)));
     } else if (o.verb.empty()) {
@@ -121,8 +149,29 @@ Options ParseArgs(const Args& args) {
     }
   }
   if (o.help) return o;
-  static const std::vector<std::string> kVerbs = {"allow", "deny", "mode", "ls", "log", "serve"};
+  static const std::vector<std::string> kVerbs = {"allow", "deny", "mode", "ls",
+                                                  "log",   "serve", "fence"};
   if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
+  bool fencing = o.verb == "fence";
+  bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() ||
+                     o.fence.proxy_port || o.fence.transparent_port || o.fence.dns_port ||
+                     o.fence.dhcp;
+  if (fencing) {
+    if (o.words.size() != 1 || (o.words[0] != "apply" && o.words[0] != "remove")) {
+      throw usage("fence needs apply or remove");
+    }
+    if (o.sandbox.empty()) throw usage("fence needs --sandbox NAME");
+    if (o.words[0] == "apply" && (o.fence.interface.empty() || o.fence.gateway.empty() ||
+                                  !o.fence.proxy_port || !o.fence.transparent_port ||
+                                  !o.fence.dns_port)) {
+      throw usage("fence apply needs --interface, --gateway, --proxy-port, --transparent-port "
+                  "and --dns-port");
+    }
+    if (o.words[0] == "remove" && fence_flags) throw usage("fence remove takes --sandbox only");
+  } else if (fence_flags) {
+    throw usage("--interface, --gateway, --proxy-port, --transparent-port, --dns-port and --dhcp "
+                "are for fence apply");
+  }
   if (std::find(kVerbs.begin(), kVerbs.end(), o.verb) == kVerbs.end()) {
     throw usage(Cat("unknown command ", Quoted(o.verb)));
   }
@@ -137,7 +186,7 @@ Options ParseArgs(const Args& args) {
     throw usage(Cat(o.verb, " needs at least one rule"));
   }
   if (o.verb == "mode" && o.words.size() != 1) throw usage("mode needs one of allowlist, open, none");
-  if ((o.verb == "ls" || o.verb == "log" || serving) && !o.words.empty()) {
+  if (!fencing && (o.verb == "ls" || o.verb == "log" || serving) && !o.words.empty()) {
     throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
   }
   if (serving && o.sandbox.empty()) throw usage("serve needs --sandbox NAME");
@@ -308,6 +357,17 @@ int Run(const Options& o) {
     return 0;
   }
   if (o.verb == "serve") return Serve(o);
+  if (o.verb == "fence") {
+    ValidateSandboxName(o.sandbox);
+    if (o.words[0] == "remove") {
+      RemoveNetFence(o.sandbox);
+      return 0;
+    }
+    NetFence fence = o.fence;
+    fence.sandbox = o.sandbox;
+    ApplyNetFence(fence);
+    return 0;
+  }
   std::string sandbox = ResolveSandboxName(o.sandbox);
   if (o.verb == "log") return Log(sandbox, o.json, o.follow);
   NetPolicy policy = LoadPolicy(sandbox);

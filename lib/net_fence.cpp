@@ -1,0 +1,107 @@
+#include "net_fence.hpp"
+
+#include "error.hpp"
+#include "net_policy.hpp"
+#include "process.hpp"
+#include "sandbox.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kTable = "inet ss";
+
+std::string Chain(const std::string& sandbox, std::string_view hook) {
+  return Cat("sandbox-", sandbox, "-", hook);
+}
+
+void CheckPort(int port, std::string_view what) {
+  if (port < 1 || port > 65535) {
+    throw Error(kExitDataErr, Cat("the fence needs ss-net's ", what, " port, not ", port));
+  }
+}
+
+}  // namespace
+
+std::string NetFenceScript(const NetFence& f) {
+  ValidateSandboxName(f.sandbox);
+  if (f.interface.empty() || f.interface.size() > 15 ||
+      !OnlyChars(f.interface, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")) {
+    throw Error(kExitDataErr, Cat("not a network interface name: ", Quoted(f.interface)));
+  }
+  auto gateway = ParseIpAddress(f.gateway);
+  if (!gateway || gateway->family != 4) {
+    throw Error(kExitDataErr, Cat("not an IPv4 address: ", Quoted(f.gateway)));
+  }
+  CheckPort(f.proxy_port, "proxy");
+  CheckPort(f.transparent_port, "transparent proxy");
+  CheckPort(f.dns_port, "resolver");
+  const std::string in = Cat("iifname \"", f.interface, "\"");
+  const std::string out = Cat("oifname \"", f.interface, "\"");
+  const std::string g = gateway->ToString();
+  const std::string pre = Chain(f.sandbox, "pre"), input = Chain(f.sandbox, "in"),
+                    forward = Chain(f.sandbox, "fwd");
+  std::string s = Cat("table ", kTable, " {\n",
+                      "  chain ", pre, " { type nat hook prerouting priority dstnat - 5; policy accept; }\n",
+                      "  chain ", input, " { type filter hook input priority filter - 5; policy accept; }\n",
+                      "  chain ", forward, " { type filter hook forward priority filter - 5; policy accept; }\n",
+                      "}\n");
+  for (const std::string& chain : {pre, input, forward}) s += Cat("flush chain ", kTable, " ", chain, "\n");
+  auto rule = [&](const std::string& chain, const std::string& text) {
+    s += Cat("add rule ", kTable, " ", chain, " ", text, "\n");
+  };
+  // Where the sandbox's traffic is sent.
+  rule(pre, Cat(in, " ip daddr ", g, " tcp dport ", kSandboxProxyPort, " dnat ip to ", g, ":",
+                f.proxy_port));
+  rule(pre, Cat(in, " meta l4proto { tcp, udp } th dport 53 dnat ip to ", g, ":", f.dns_port));
+  rule(pre, Cat(in, " tcp dport { 80, 443 } dnat ip to ", g, ":", f.transparent_port));
+  // What of it reaches the host: replies, and the flows sent to ss-net above; nothing else.
+  rule(input, Cat(in, " ct state established,related accept"));
+  rule(input, Cat(in, " ct status dnat ip daddr ", g, " tcp dport { ", f.proxy_port, ", ",
+                  f.transparent_port, ", ", f.dns_port, " } accept"));
+  rule(input, Cat(in, " ct status dnat ip daddr ", g, " udp dport ", f.dns_port, " accept"));
+  if (f.dhcp) rule(input, Cat(in, " udp sport 68 udp dport 67 accept"));
+  rule(input, Cat(in, " meta l4proto tcp reject with tcp reset"));
+  rule(input, Cat(in, " reject with icmpx admin-prohibited"));
+  // Nothing is routed through the host, either way, but replies to what the host opened.
+  rule(forward, Cat(out, " ct state established,related accept"));
+  rule(forward, Cat(in, " meta l4proto tcp reject with tcp reset"));
+  rule(forward, Cat(in, " reject with icmpx admin-prohibited"));
+  rule(forward, Cat(out, " drop"));
+  return s;
+}
+
+void ApplyNetFence(const NetFence& fence) {
+  ProcessOptions o;
+  o.input = NetFenceScript(fence);
+  ProcessResult r = Run({"nft", "-f", "-"}, o);
+  if (!r.ok()) {
+    throw Error(kExitUnavailable, Cat("cannot fence the network of sandbox ", Quoted(fence.sandbox)),
+                SplitLines(Trim(r.err)), {"nftables must be usable by ss: run it as root"});
+  }
+}
+
+bool NetFenceInstalled(const std::string& sandbox) {
+  ValidateSandboxName(sandbox);
+  return Run({"nft", "list", "chain", "inet", "ss", Chain(sandbox, "in")}).ok();
+}
+
+void RemoveNetFence(const std::string& sandbox) {
+  ValidateSandboxName(sandbox);
+  std::string script;
+  for (const char* hook : {"pre", "in", "fwd"}) {
+    if (Run({"nft", "list", "chain", "inet", "ss", Chain(sandbox, hook)}).ok()) {
+      script += Cat("delete chain ", kTable, " ", Chain(sandbox, hook), "\n");
+    }
+  }
+  if (script.empty()) return;
+  ProcessOptions o;
+  o.input = script;
+  ProcessResult r = Run({"nft", "-f", "-"}, o);
+  if (!r.ok()) {
+    throw Error(kExitUnavailable, Cat("cannot remove the network fence of sandbox ", Quoted(sandbox)),
+                SplitLines(Trim(r.err)));
+  }
+}
+
+}  // namespace ss

@@ -1,0 +1,42 @@
+// The fence around a sandbox's network, on the host: nftables rules of ss's own (table inet ss,
+// three chains per sandbox) on the host side of the sandbox's link. Whatever root inside the
+// sandbox does to its own routes, addresses or firewall, its packets cross this link, and here
+//   - lookups to any resolver (port 53, UDP and TCP) go to ss-net's resolver,
+//   - connections to any port 80 or 443 go to ss-net's transparent proxy,
+//   - GATEWAY:3128 (what the sandbox's HTTP(S)_PROXY names) goes to ss-net's proxy,
+//   - everything else (other TCP ports, UDP, ICMP, IPv6, the host's own services) is refused at
+//     once: TCP with a reset, the rest with "administratively prohibited".
+// The fence outlives ss-net: if ss-net is not running, the sandbox reaches nothing (fail closed).
+// An accept in another table (LXD's, Docker's) does not undo a reject here.
+#pragma once
+
+#include <string>
+
+namespace ss {
+
+inline constexpr int kSandboxProxyPort = 3128;
+
+struct NetFence {
+  std::string sandbox;    // a valid sandbox name: names the chains
+  std::string interface;  // the host side of the sandbox's link (a bridge of ss's own, a veth)
+  std::string gateway;    // the host's IPv4 address there: where ss-net listens
+  int proxy_port = 0;     // ss-net's ports on the gateway
+  int transparent_port = 0;
+  int dns_port = 0;
+  bool dhcp = false;  // let DHCP requests reach the host (a bridge whose addresses come by DHCP)
+};
+
+// The nft script that installs (or replaces) the sandbox's chains; throws ss::Error (65) when a
+// field could not be written safely into it.
+std::string NetFenceScript(const NetFence& fence);
+
+// Installs the fence with `nft -f -` (ss::Error 69 with nft's words when it refuses).
+void ApplyNetFence(const NetFence& fence);
+
+// Removes the sandbox's chains (nothing when there are none).
+void RemoveNetFence(const std::string& sandbox);
+
+// Whether the sandbox's chains are installed.
+bool NetFenceInstalled(const std::string& sandbox);
+
+}  // namespace ss
