@@ -8,7 +8,8 @@ namespace {
 constexpr size_t kHeader = 12;
 
 uint16_t Get16(std::string_view m, size_t at) {
-  return static_cast<uint16_t>((static_cast<uint8_t>(m[at]) << 8) | static_cast<uint8_t>(m[at + 1]));
+  return static_cast<uint16_t>((static_cast<uint8_t>(m[at]) << 8) |
+                               static_cast<uint8_t>(m[at + 1]));
 }
 
 }  // namespace
@@ -53,8 +54,8 @@ std::string DnsReply(std::string_view query, const DnsQuestion& q, int rcode) {
   std::string r(query.substr(0, q.end));
   uint16_t flags = Get16(query, 2);
   // QR, the query's opcode and RD, RA; no AA, no TC, no data.
-  flags = static_cast<uint16_t>(0x8000 | (flags & 0x7800) | (flags & 0x0100) | 0x0080 |
-                                (rcode & 0xf));
+  flags =
+      static_cast<uint16_t>(0x8000 | (flags & 0x7800) | (flags & 0x0100) | 0x0080 | (rcode & 0xf));
   r[2] = static_cast<char>(flags >> 8);
   r[3] = static_cast<char>(flags & 0xff);
   for (size_t i = 6; i < kHeader; ++i) r[i] = 0;  // no answers, authorities or additionals
@@ -124,7 +125,8 @@ std::vector<std::string> DnsAddresses(std::string_view m) {
     uint16_t length = Get16(m, at + 8);
     at += 10;
     if (at + length > m.size()) return {};
-    if (klass == 1 && ((type == kDnsTypeA && length == 4) || (type == kDnsTypeAaaa && length == 16))) {
+    if (klass == 1 &&
+        ((type == kDnsTypeA && length == 4) || (type == kDnsTypeAaaa && length == 16))) {
       out.emplace_back(m.substr(at, length));
     }
     at += length;

@@ -13,7 +13,7 @@ namespace ss {
 
 struct DnsQuestion {
   uint16_t id = 0;
-  std::string name;  // lower case, dotted, no trailing dot ("" for the root)
+  std::string name;       // lower case, dotted, no trailing dot ("" for the root)
   bool host_name = true;  // false: a label holds a byte no host name has (name shows it escaped)
   uint16_t type = 0;
   uint16_t klass = 0;

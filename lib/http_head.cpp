@@ -52,8 +52,8 @@ std::optional<HttpHead> ParseHttpHead(std::string_view bytes) {
   while (line_end != std::string_view::npos) {
     size_t start = line_end + 2;
     line_end = text.find("\r\n", start);
-    line = text.substr(start, line_end == std::string_view::npos ? std::string_view::npos
-                                                                   : line_end - start);
+    line = text.substr(
+        start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start);
     size_t colon = line.find(':');
     // No obsolete line folding, no bare CR or LF, a token for a name.
     if (colon == 0 || colon == std::string_view::npos ||

@@ -26,7 +26,8 @@ void CheckPort(int port, std::string_view what) {
 std::string NetFenceScript(const NetFence& f) {
   ValidateSandboxName(f.sandbox);
   if (f.interface.empty() || f.interface.size() > 15 ||
-      !OnlyChars(f.interface, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")) {
+      !OnlyChars(f.interface,
+                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")) {
     throw Error(kExitDataErr, Cat("not a network interface name: ", Quoted(f.interface)));
   }
   auto gateway = ParseIpAddress(f.gateway);
@@ -41,12 +42,13 @@ std::string NetFenceScript(const NetFence& f) {
   const std::string g = gateway->ToString();
   const std::string pre = Chain(f.sandbox, "pre"), input = Chain(f.sandbox, "in"),
                     forward = Chain(f.sandbox, "fwd");
-  std::string s = Cat("table ", kTable, " {\n",
-                      "  chain ", pre, " { type nat hook prerouting priority dstnat - 5; policy accept; }\n",
-                      "  chain ", input, " { type filter hook input priority filter - 5; policy accept; }\n",
-                      "  chain ", forward, " { type filter hook forward priority filter - 5; policy accept; }\n",
-                      "}\n");
-  for (const std::string& chain : {pre, input, forward}) s += Cat("flush chain ", kTable, " ", chain, "\n");
+  std::string s =
+      Cat("table ", kTable, " {\n", "  chain ", pre,
+          " { type nat hook prerouting priority dstnat - 5; policy accept; }\n", "  chain ", input,
+          " { type filter hook input priority filter - 5; policy accept; }\n", "  chain ", forward,
+          " { type filter hook forward priority filter - 5; policy accept; }\n", "}\n");
+  for (const std::string& chain : {pre, input, forward})
+    s += Cat("flush chain ", kTable, " ", chain, "\n");
   auto rule = [&](const std::string& chain, const std::string& text) {
     s += Cat("add rule ", kTable, " ", chain, " ", text, "\n");
   };
@@ -76,7 +78,8 @@ void ApplyNetFence(const NetFence& fence) {
   o.input = NetFenceScript(fence);
   ProcessResult r = Run({"nft", "-f", "-"}, o);
   if (!r.ok()) {
-    throw Error(kExitUnavailable, Cat("cannot fence the network of sandbox ", Quoted(fence.sandbox)),
+    throw Error(kExitUnavailable,
+                Cat("cannot fence the network of sandbox ", Quoted(fence.sandbox)),
                 SplitLines(Trim(r.err)), {"nftables must be usable by ss: run it as root"});
   }
 }
@@ -99,7 +102,8 @@ void RemoveNetFence(const std::string& sandbox) {
   o.input = script;
   ProcessResult r = Run({"nft", "-f", "-"}, o);
   if (!r.ok()) {
-    throw Error(kExitUnavailable, Cat("cannot remove the network fence of sandbox ", Quoted(sandbox)),
+    throw Error(kExitUnavailable,
+                Cat("cannot remove the network fence of sandbox ", Quoted(sandbox)),
                 SplitLines(Trim(r.err)));
   }
 }

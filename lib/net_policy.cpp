@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
@@ -155,8 +154,8 @@ NetRule ParseNetRule(std::string_view text) {
     for (int bit = r.prefix; bit < (ip->family == 4 ? 32 : 128); ++bit) {
       r.network.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
     }
-    std::string shown = r.network.family == 6 ? Cat("[", r.network.ToString(), "]")
-                                              : r.network.ToString();
+    std::string shown =
+        r.network.family == 6 ? Cat("[", r.network.ToString(), "]") : r.network.ToString();
     if (r.prefix != (ip->family == 4 ? 32 : 128)) shown += Cat("/", r.prefix);
     r.text = r.port ? Cat(shown, ":", r.port) : shown;
     return r;
@@ -229,10 +228,10 @@ NetVerdict Decide(const NetPolicy& policy, std::string_view host, int port) {
 }
 
 bool IsInternalAddress(const IpAddress& address) {
-  static const char* const kInternal[] = {
-      "0.0.0.0/8",  "10.0.0.0/8",   "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-      "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3", "[::]/127", "[fc00::]/7",
-      "[fe80::]/10", "[ff00::]/8"};
+  static const char* const kInternal[] = {"0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10",
+                                          "127.0.0.0/8",    "169.254.0.0/16", "172.16.0.0/12",
+                                          "192.168.0.0/16", "224.0.0.0/3",    "[::]/127",
+                                          "[fc00::]/7",     "[fe80::]/10",    "[ff00::]/8"};
   for (const char* text : kInternal) {
     NetRule net = ParseNetRule(text);
     if (InNetwork(address, net.network, net.prefix)) return true;

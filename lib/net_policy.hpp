@@ -35,8 +35,8 @@ std::optional<IpAddress> ParseIpAddress(std::string_view text);
 
 struct NetRule {
   enum Kind { kName, kWildcard, kNetwork } kind = kName;
-  std::string text;  // as written, normalised ("*.example.com:443")
-  std::string name;  // kName, kWildcard (the suffix, "example.com"): lower case, no trailing dot
+  std::string text;   // as written, normalised ("*.example.com:443")
+  std::string name;   // kName, kWildcard (the suffix, "example.com"): lower case, no trailing dot
   IpAddress network;  // kNetwork
   int prefix = 0;     // kNetwork
   int port = 0;       // 0: any port

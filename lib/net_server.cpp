@@ -131,8 +131,8 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     if (event.value("verdict", "") == "deny") {
       denials.push_back(Cat(event["time"].get<std::string>(), " ", event.value("kind", ""), " ",
                             event.value("destination", ""),
-                            event.contains("port") ? Cat(":", event["port"].get<int>()) : "",
-                            ": ", event.value("reason", "")));
+                            event.contains("port") ? Cat(":", event["port"].get<int>()) : "", ": ",
+                            event.value("reason", "")));
       if (denials.size() > kDenialsKept) denials.pop_front();
     }
     if (!log_fd.ok()) return;
@@ -152,7 +152,8 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
     if (v.rule == "invalid name") return Cat(Quoted(what), " is not a valid host name");
     if (v.rule == "mode none") {
-      return Cat("sandbox ", Quoted(options.sandbox), " has no network (mode none); to change it: "
+      return Cat("sandbox ", Quoted(options.sandbox),
+                 " has no network (mode none); to change it: "
                  "ss net mode allowlist");
     }
     if (v.rule.starts_with("deny ")) {
@@ -263,8 +264,9 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
         up.address = a.ToString();
         co_return up;
       } catch (const std::system_error& e) {
-        up.error = Cat("cannot connect to ", a.ToString(), " port ", port, ": ",
-                       e.code() == asio::error::operation_aborted ? "timed out" : e.code().message());
+        up.error =
+            Cat("cannot connect to ", a.ToString(), " port ", port, ": ",
+                e.code() == asio::error::operation_aborted ? "timed out" : e.code().message());
       }
     }
     co_return up;
@@ -303,10 +305,12 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     co_await (Pump(client, upstream, out) && Pump(upstream, client, in));
   }
 
-  static awaitable<void> Reply(tcp::socket& client, std::string_view status, std::string_view body) {
-    std::string response = Cat("HTTP/1.1 ", status,
-                               "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ",
-                               body.size(), "\r\nConnection: close\r\n\r\n", body);
+  static awaitable<void> Reply(tcp::socket& client, std::string_view status,
+                               std::string_view body) {
+    std::string response =
+        Cat("HTTP/1.1 ", status,
+            "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", body.size(),
+            "\r\nConnection: close\r\n\r\n", body);
     try {
       co_await asio::async_write(client, asio::buffer(response), use_awaitable);
     } catch (const std::system_error&) {
@@ -342,8 +346,8 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   // Decides, connects, and splices; a denial or a failure is answered by `refuse` instead.
   // `initial` is sent upstream first.
   template <typename Refuse>
-  awaitable<void> Pass(tcp::socket& client, nlohmann::json event, const std::string& host,
-                       int port, std::string initial, std::string established, Refuse refuse) {
+  awaitable<void> Pass(tcp::socket& client, nlohmann::json event, const std::string& host, int port,
+                       std::string initial, std::string established, Refuse refuse) {
     event["destination"] = host;
     event["port"] = port;
     NetVerdict v = Decide(policy.Current(), host, port);
@@ -430,8 +434,8 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     nlohmann::json event;
     event["kind"] = "http";
     std::string forwarded = ForwardedHead(*head, url->path) + rest;
-    co_await Pass(client, event, url->authority.host, url->authority.port, forwarded,
-                  std::string(), refuse);
+    co_await Pass(client, event, url->authority.host, url->authority.port, forwarded, std::string(),
+                  refuse);
   }
 
   // ----- transparent interception -----
@@ -480,12 +484,18 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     nlohmann::json event = {{"kind", tls ? "tls" : "http"}, {"transparent", true}};
     if (tls) {
       std::string why;
-      if (hello.status != ClientHello::kDone) why = "not a well-formed TLS ClientHello";
-      else if (hello.ech) why = "an encrypted ClientHello hides the server name";
-      else if (hello.sni.empty()) why = "no server name (SNI) in the TLS ClientHello";
+      if (hello.status != ClientHello::kDone)
+        why = "not a well-formed TLS ClientHello";
+      else if (hello.ech)
+        why = "an encrypted ClientHello hides the server name";
+      else if (hello.sni.empty())
+        why = "no server name (SNI) in the TLS ClientHello";
       if (!why.empty()) {
-        event.update({{"destination", original->address().to_string()}, {"port", port},
-                      {"verdict", "deny"}, {"rule", "sni"}, {"reason", why}});
+        event.update({{"destination", original->address().to_string()},
+                      {"port", port},
+                      {"verdict", "deny"},
+                      {"rule", "sni"},
+                      {"reason", why}});
         Log(event);
         co_await reset(0, why);
         co_return;
@@ -520,8 +530,10 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   awaitable<std::string> Answer(std::string query, std::string transport) {
     auto q = ParseDnsQuery(query);
     if (!q) co_return std::string();
-    nlohmann::json event = {{"kind", "dns"}, {"destination", q->name},
-                            {"type", DnsTypeName(q->type)}, {"transport", transport}};
+    nlohmann::json event = {{"kind", "dns"},
+                            {"destination", q->name},
+                            {"type", DnsTypeName(q->type)},
+                            {"transport", transport}};
     auto deny = [&](int rcode, std::string rule, std::string reason) {
       event.update({{"verdict", "deny"}, {"rule", rule}, {"reason", reason}});
       Log(event);
@@ -629,9 +641,9 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     if (!ec) acceptor.bind(at, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      throw Error(kExitUnavailable, Cat("cannot listen for the ", what, " on ",
-                                        at.address().to_string(), " port ", at.port(), ": ",
-                                        ec.message()));
+      throw Error(kExitUnavailable,
+                  Cat("cannot listen for the ", what, " on ", at.address().to_string(), " port ",
+                      at.port(), ": ", ec.message()));
     }
     return acceptor;
   }
@@ -651,8 +663,8 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
                                           " port ", at.port(), ": ", ec.message()));
       }
       // The TCP side on the same port as the UDP side (its port chosen there when 0).
-      dns_tcp.push_back(Listen(tcp::endpoint(at.address(), socket.local_endpoint().port()),
-                               "DNS over TCP"));
+      dns_tcp.push_back(
+          Listen(tcp::endpoint(at.address(), socket.local_endpoint().port()), "DNS over TCP"));
       dns_udp.push_back(std::move(socket));
     }
     auto self = shared_from_this();

@@ -107,11 +107,11 @@ ClientHello ParseClientHello(std::string_view bytes) {
     return hello;
   }
   Reader body(h.Bytes(body_length));
-  body.Int(2);       // legacy_version
-  body.Bytes(32);    // random
-  body.Block(1);     // legacy_session_id
-  body.Block(2);     // cipher_suites
-  body.Block(1);     // legacy_compression_methods
+  body.Int(2);     // legacy_version
+  body.Bytes(32);  // random
+  body.Block(1);   // legacy_session_id
+  body.Block(2);   // cipher_suites
+  body.Block(1);   // legacy_compression_methods
   hello.status = ClientHello::kBad;
   if (!body.ok()) return hello;
   if (body.empty()) {  // no extensions at all: no name

@@ -98,9 +98,7 @@ struct Options {
 
 Options ParseArgs(const Args& args) {
   Options o;
-  auto usage = [](std::string why) {
-    return Error(kExitUsage, why, {}, {"see 'ss-net --help'"});
-  };
+  auto usage = [](std::string why) { return Error(kExitUsage, why, {}, {"see 'ss-net --help'"}); };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -136,8 +134,8 @@ Options ParseArgs(const Args& args) {
       auto port = ParseDecimal(text);
       if (!port || *port < 1 || *port > 65535) throw usage(Cat(a, ": not a port: ", Quoted(text)));
       (a == "--proxy-port" ? o.fence.proxy_port
-                           : a == "--dns-port" ? o.fence.dns_port : o.fence.transparent_port) =
-          static_cast<int>(*port);
+       : a == "--dns-port" ? o.fence.dns_port
+                           : o.fence.transparent_port) = static_cast<int>(*port);
     } else if (a == "--dhcp") {
       o.fence.dhcp = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -149,28 +147,29 @@ Options ParseArgs(const Args& args) {
     }
   }
   if (o.help) return o;
-  static const std::vector<std::string> kVerbs = {"allow", "deny", "mode", "ls",
+  static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode", "ls",
                                                   "log",   "serve", "fence"};
   if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
   bool fencing = o.verb == "fence";
-  bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() ||
-                     o.fence.proxy_port || o.fence.transparent_port || o.fence.dns_port ||
-                     o.fence.dhcp;
+  bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() || o.fence.proxy_port ||
+                     o.fence.transparent_port || o.fence.dns_port || o.fence.dhcp;
   if (fencing) {
     if (o.words.size() != 1 || (o.words[0] != "apply" && o.words[0] != "remove")) {
       throw usage("fence needs apply or remove");
     }
     if (o.sandbox.empty()) throw usage("fence needs --sandbox NAME");
-    if (o.words[0] == "apply" && (o.fence.interface.empty() || o.fence.gateway.empty() ||
-                                  !o.fence.proxy_port || !o.fence.transparent_port ||
-                                  !o.fence.dns_port)) {
-      throw usage("fence apply needs --interface, --gateway, --proxy-port, --transparent-port "
-                  "and --dns-port");
+    if (o.words[0] == "apply" &&
+        (o.fence.interface.empty() || o.fence.gateway.empty() || !o.fence.proxy_port ||
+         !o.fence.transparent_port || !o.fence.dns_port)) {
+      throw usage(
+          "fence apply needs --interface, --gateway, --proxy-port, --transparent-port "
+          "and --dns-port");
     }
     if (o.words[0] == "remove" && fence_flags) throw usage("fence remove takes --sandbox only");
   } else if (fence_flags) {
-    throw usage("--interface, --gateway, --proxy-port, --transparent-port, --dns-port and --dhcp "
-                "are for fence apply");
+    throw usage(
+        "--interface, --gateway, --proxy-port, --transparent-port, --dns-port and --dhcp "
+        "are for fence apply");
   }
   if (std::find(kVerbs.begin(), kVerbs.end(), o.verb) == kVerbs.end()) {
     throw usage(Cat("unknown command ", Quoted(o.verb)));
@@ -185,7 +184,8 @@ Options ParseArgs(const Args& args) {
   if ((o.verb == "allow" || o.verb == "deny") && o.words.empty()) {
     throw usage(Cat(o.verb, " needs at least one rule"));
   }
-  if (o.verb == "mode" && o.words.size() != 1) throw usage("mode needs one of allowlist, open, none");
+  if (o.verb == "mode" && o.words.size() != 1)
+    throw usage("mode needs one of allowlist, open, none");
   if (!fencing && (o.verb == "ls" || o.verb == "log" || serving) && !o.words.empty()) {
     throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
   }
@@ -196,9 +196,7 @@ Options ParseArgs(const Args& args) {
   return o;
 }
 
-std::string NetDir(const std::string& sandbox) {
-  return Cat(SandboxesDir(), "/", sandbox, "/net");
-}
+std::string NetDir(const std::string& sandbox) { return Cat(SandboxesDir(), "/", sandbox, "/net"); }
 
 std::string PolicyPath(const std::string& sandbox) { return NetDir(sandbox) + "/policy.json"; }
 std::string LogPath(const std::string& sandbox) { return NetDir(sandbox) + "/log.jsonl"; }
@@ -228,9 +226,11 @@ Endpoint ParseEndpoint(const std::string& text, std::string_view what, int defau
   int port = default_port;
   size_t colon = text.rfind(':');
   bool bracketed = text.starts_with("[");
-  if (colon != std::string::npos && (bracketed ? text[colon - 1] == ']' : text.find(':') == colon)) {
+  if (colon != std::string::npos &&
+      (bracketed ? text[colon - 1] == ']' : text.find(':') == colon)) {
     auto p = ParseDecimal(std::string_view(text).substr(colon + 1));
-    if (!p || *p < 0 || *p > 65535) throw Error(kExitUsage, Cat(what, ": bad port in ", Quoted(text)));
+    if (!p || *p < 0 || *p > 65535)
+      throw Error(kExitUsage, Cat(what, ": bad port in ", Quoted(text)));
     port = static_cast<int>(*p);
     host = text.substr(0, colon);
   }
@@ -247,8 +247,8 @@ std::string HostResolver() {
     auto words = Split(std::string(Trim(line)), ' ');
     if (words.size() >= 2 && words[0] == "nameserver") return words[1];
   }
-  throw Error(kExitUnavailable, "no nameserver in /etc/resolv.conf",
-              {}, {"name one: ss-net serve --upstream-dns ADDR"});
+  throw Error(kExitUnavailable, "no nameserver in /etc/resolv.conf", {},
+              {"name one: ss-net serve --upstream-dns ADDR"});
 }
 
 int Serve(const Options& o) {
@@ -258,17 +258,21 @@ int Serve(const Options& o) {
   s.policy_file = o.policy.empty() ? PolicyPath(o.sandbox) : o.policy;
   if (!PathExists(s.policy_file) && o.policy.empty()) SavePolicy(o.sandbox, NetPolicy{});
   s.log_file = o.log.empty() ? LogPath(o.sandbox) : o.log;
-  for (const auto& p : o.proxy) s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));
+  for (const auto& p : o.proxy)
+    s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));
   for (const auto& p : o.transparent) {
     s.transparent.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--transparent", -1));
   }
-  for (const auto& p : o.dns) s.dns.push_back(ParseEndpoint<asio::ip::udp::endpoint>(p, "--dns", -1));
+  for (const auto& p : o.dns)
+    s.dns.push_back(ParseEndpoint<asio::ip::udp::endpoint>(p, "--dns", -1));
   s.upstream_dns = ParseEndpoint<asio::ip::udp::endpoint>(
       o.upstream_dns.empty() ? HostResolver() : o.upstream_dns, "--upstream-dns", 53);
   asio::io_context io;
   NetServer server(io, s);
   // Where it listens, once everything is bound: one JSON line (ports chosen for 0 included).
-  nlohmann::json ready = {{"kind", "NetServer"}, {"version", 1}, {"sandbox", o.sandbox},
+  nlohmann::json ready = {{"kind", "NetServer"},
+                          {"version", 1},
+                          {"sandbox", o.sandbox},
                           {"proxy", nlohmann::json::array()},
                           {"transparent", nlohmann::json::array()},
                           {"dns", nlohmann::json::array()}};
@@ -288,7 +292,8 @@ int Serve(const Options& o) {
 }
 
 // Adds each rule to `to` (once) and removes it from `from`.
-void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const std::vector<std::string>& rules) {
+void Move(std::vector<NetRule>& to, std::vector<NetRule>& from,
+          const std::vector<std::string>& rules) {
   for (const std::string& text : rules) {
     NetRule rule = ParseNetRule(text);
     std::erase_if(from, [&](const NetRule& r) { return r.text == rule.text; });
@@ -323,7 +328,8 @@ std::string LogLine(const std::string& line) {
   if (j.contains("type")) text += Cat(" ", j["type"].get<std::string>());
   if (j.contains("rule")) text += Cat("  (", j["rule"].get<std::string>(), ")");
   if (j.contains("bytes_out")) {
-    text += Cat("  ", j["bytes_out"].get<uint64_t>(), " B out, ", j["bytes_in"].get<uint64_t>(), " B in");
+    text += Cat("  ", j["bytes_out"].get<uint64_t>(), " B out, ", j["bytes_in"].get<uint64_t>(),
+                " B in");
   }
   if (j.value("verdict", "") != "allow" && j.contains("reason")) {
     text += Cat("\n    ", j["reason"].get<std::string>());
@@ -392,8 +398,8 @@ int Complete(const Args& words) {
     for (const char* m : {"allowlist", "open", "none"}) std::cout << m << "\n";
     return 0;
   }
-  for (const char* v : {"allow", "deny", "mode", "ls", "log", "--sandbox", "--json", "--follow",
-                        "--help"}) {
+  for (const char* v :
+       {"allow", "deny", "mode", "ls", "log", "--sandbox", "--json", "--follow", "--help"}) {
     std::cout << v << "\n";
   }
   return 0;
@@ -404,7 +410,8 @@ int Complete(const Args& words) {
 
 int main(int argc, char** argv) {
   return ss::RunTool("ss-net", argc, argv, [](const ss::Args& args) {
-    if (!args.empty() && args[0] == "--complete") return ss::Complete({args.begin() + 1, args.end()});
+    if (!args.empty() && args[0] == "--complete")
+      return ss::Complete({args.begin() + 1, args.end()});
     return ss::Run(ss::ParseArgs(args));
   });
 }

@@ -58,25 +58,13 @@ fake_internet() {
   DNS_PORT=$(cat "$W/dns.port")
   mkdir -p "$W/www"
   echo "hello from outside" >"$W/www/index.html"
-  background "$W/http.port" python3 -c '
-import http.server, os, sys
-os.chdir(sys.argv[1])
-s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-print(s.server_address[1], flush=True)
-s.serve_forever()' "$W/www"
+  background "$W/http.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 127.0.0.1 0 "$W/www"
   HTTP_PORT=$(cat "$W/http.port")
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=test-ca \
     -addext "subjectAltName=DNS:allowed.test,DNS:evil.test" \
     -keyout "$W/tls.key" -out "$W/tls.crt" 2>/dev/null
-  background "$W/https.port" python3 -c '
-import http.server, os, ssl, sys
-os.chdir(sys.argv[1])
-s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-c.load_cert_chain(sys.argv[2], sys.argv[3])
-s.socket = c.wrap_socket(s.socket, server_side=True)
-print(s.server_address[1], flush=True)
-s.serve_forever()' "$W/www" "$W/tls.crt" "$W/tls.key"
+  background "$W/https.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 127.0.0.1 0 "$W/www" \
+    "$W/tls.crt" "$W/tls.key"
   HTTPS_PORT=$(cat "$W/https.port")
 }
 
@@ -292,22 +280,23 @@ EOF
 # A host, a sandbox and the internet as three network namespaces of the test's own: the sandbox's
 # link to the host is a veth pair, the fence goes on the host's end, and root in the sandbox
 # tries every way out.
+# wire NS_A IF_A ADDR_A NS_B IF_B ADDR_B: a veth pair between two namespaces, a /24 on it, and
+# B's default route through A.
+wire() {
+  ip -n "$1" link add "$2" type veth peer name "$5" netns "$4"
+  ip -n "$1" addr add "$3/24" dev "$2"
+  ip -n "$1" link set "$2" up
+  ip -n "$4" addr add "$6/24" dev "$5"
+  ip -n "$4" link set "$5" up
+  ip -n "$4" route add default via "$3"
+}
+
 fenced_world() {
   H="ssnet-h-$$" S="ssnet-s-$$" I="ssnet-i-$$"
   for ns in "$H" "$S" "$I"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
   NSES=("$H" "$S" "$I")
-  ip -n "$H" link add sbx-h type veth peer name sbx-s netns "$S"
-  ip -n "$H" addr add 10.77.0.1/24 dev sbx-h
-  ip -n "$H" link set sbx-h up
-  ip -n "$S" addr add 10.77.0.2/24 dev sbx-s
-  ip -n "$S" link set sbx-s up
-  ip -n "$S" route add default via 10.77.0.1
-  ip -n "$H" link add inet-h type veth peer name inet-i netns "$I"
-  ip -n "$H" addr add 198.51.100.1/24 dev inet-h
-  ip -n "$H" link set inet-h up
-  ip -n "$I" addr add 198.51.100.2/24 dev inet-i
-  ip -n "$I" link set inet-i up
-  ip -n "$I" route add default via 198.51.100.1
+  wire "$H" sbx-h 10.77.0.1 "$S" sbx-s 10.77.0.2
+  wire "$H" inet-h 198.51.100.1 "$I" inet-i 198.51.100.2
   # The sandbox's resolver is an outside one: the fence must catch lookups sent anywhere.
   mkdir -p "/etc/netns/$S"
   echo "nameserver 198.51.100.2" >"/etc/netns/$S/resolv.conf"
@@ -317,13 +306,8 @@ fenced_world() {
     "$W/dns.queries" allowed.test=198.51.100.2 evil.test=198.51.100.2
   local port
   for port in 80 8080; do
-    NS=$I background "$W/http$port.ready" python3 -c '
-import functools, http.server, socketserver, sys
-socketserver.ThreadingTCPServer.allow_reuse_address = True
-h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-s = socketserver.ThreadingTCPServer(("198.51.100.2", int(sys.argv[2])), h)
-print("ready", flush=True)
-s.serve_forever()' "$W/www" "$port"
+    NS=$I background "$W/http$port.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" \
+      198.51.100.2 "$port" "$W/www"
   done
   # What reaches the internet by UDP, ICMP aside: a listener that writes what it gets.
   NS=$I background "$W/udp.ready" python3 -c '

@@ -37,8 +37,8 @@ TEST(HttpHead, HostsPortsAndUrls) {
   EXPECT_EQ(ParseHostPort("example.com", 80)->port, 80);
   EXPECT_FALSE(ParseHostPort("example.com", 0));
   EXPECT_EQ(ParseHostPort("[2001:db8::1]:443", 0)->host, "2001:db8::1");
-  for (const char* bad : {"", ":80", "example.com:", "example.com:0", "example.com:99999",
-                          "[::1", "[::1]x", "[::1]:"}) {
+  for (const char* bad : {"", ":80", "example.com:", "example.com:0", "example.com:99999", "[::1",
+                          "[::1]x", "[::1]:"}) {
     EXPECT_FALSE(ParseHostPort(bad, 80)) << bad;
   }
   auto url = ParseHttpUrl("HTTP://Example.com:8080/a/b?c=d");

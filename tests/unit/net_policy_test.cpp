@@ -30,10 +30,26 @@ TEST(NetRule, ReadsEveryForm) {
 }
 
 TEST(NetRule, RefusesWhatIsNotARule) {
-  for (const char* bad : {"", " ", "exa mple.com", "*example.com", "a.*.com", "example.com:0",
-                          "example.com:65536", "example.com:x", "10.0.0.0/33", "2001:db8::1",
-                          "[2001:db8::1", "[::1]x", "example.com/8", "a..b", "-", "*",
-                          "a;rm -rf /", "ex\nample.com", "[::1]:", "example.com:"}) {
+  for (const char* bad : {"",
+                          " ",
+                          "exa mple.com",
+                          "*example.com",
+                          "a.*.com",
+                          "example.com:0",
+                          "example.com:65536",
+                          "example.com:x",
+                          "10.0.0.0/33",
+                          "2001:db8::1",
+                          "[2001:db8::1",
+                          "[::1]x",
+                          "example.com/8",
+                          "a..b",
+                          "-",
+                          "*",
+                          "a;rm -rf /",
+                          "ex\nample.com",
+                          "[::1]:",
+                          "example.com:"}) {
     EXPECT_THROW(ParseNetRule(bad), Error) << bad;
   }
   try {
@@ -96,9 +112,9 @@ TEST(NetPolicy, DenyWinsAndModesDecide) {
 
 TEST(NetPolicy, AnAllowedNameNeverLeadsIntoTheHostsNetworks) {
   NetPolicy p = Allow({"example.com", "10.9.0.0/16"}, {}, NetMode::kOpen);
-  for (const char* inside : {"127.0.0.1", "10.1.2.3", "172.17.0.1", "192.168.1.1", "169.254.169.254",
-                             "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1",
-                             "fd00::1", "ff02::1", "::ffff:127.0.0.1"}) {
+  for (const char* inside :
+       {"127.0.0.1", "10.1.2.3", "172.17.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+        "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1"}) {
     auto ip = ParseIpAddress(inside);
     ASSERT_TRUE(ip) << inside;
     EXPECT_TRUE(IsInternalAddress(*ip)) << inside;
@@ -114,9 +130,9 @@ TEST(NetPolicy, JsonRoundTripAndDamage) {
   NetPolicy p = Allow({"example.com", "*.github.com:443", "10.0.0.0/8"}, {"evil.test"});
   NetPolicy back = NetPolicyFromJson(NetPolicyToJson(p));
   EXPECT_EQ(NetPolicyToJson(back), NetPolicyToJson(p));
-  for (const char* bad : {"", "[]", "{}", R"({"mode":"wide"})", R"({"mode":"open","allow":"x"})",
-                          R"({"mode":"open","allow":[1]})", R"({"mode":"open","deny":["a b"]})",
-                          "{\"mode\":"}) {
+  for (const char* bad :
+       {"", "[]", "{}", R"({"mode":"wide"})", R"({"mode":"open","allow":"x"})",
+        R"({"mode":"open","allow":[1]})", R"({"mode":"open","deny":["a b"]})", "{\"mode\":"}) {
     EXPECT_THROW(NetPolicyFromJson(bad), Error) << bad;
   }
 }

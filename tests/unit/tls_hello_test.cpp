@@ -92,7 +92,8 @@ TEST(ClientHello, EveryPrefixNeedsMoreAndAnyFragmentationReads) {
 }
 
 TEST(ClientHello, SeesEncryptedHellosAndAmbiguity) {
-  ClientHello ech = ParseClientHello(HandHello(ServerName("public.example") + Extension(0xfe0d, "x")));
+  ClientHello ech =
+      ParseClientHello(HandHello(ServerName("public.example") + Extension(0xfe0d, "x")));
   EXPECT_EQ(ech.status, ClientHello::kDone);
   EXPECT_TRUE(ech.ech);
   EXPECT_EQ(ParseClientHello(HandHello(ServerName("a.test") + ServerName("b.test"))).status,
