@@ -587,6 +587,8 @@ ImageInfo ReadInfo(const std::string& dir) {
   info.dir = dir;
   info.release = j.value("release", "");
   info.mirror = j.value("mirror", "");
+  // Images built before the registry was recorded were all built from npm's own.
+  info.npm_registry = j.value("npm_registry", "https://registry.npmjs.org");
   info.created = j.value("created", "");
   info.versions = j.value("versions", Json::object());
   info.size_bytes = j.value("size_bytes", int64_t{0});
@@ -665,6 +667,7 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
   info["id"] = id;
   info["release"] = options.release;
   info["mirror"] = options.mirror;
+  info["npm_registry"] = Registry();
   info["created"] = FormatRfc3339(NowSeconds());
   info["versions"] = builder.versions();
   info["size_bytes"] = builder.size_bytes();

@@ -8,7 +8,8 @@
 //   images/<id>/initrd.img
 //   images/<id>/base.qcow2   the whole tree as an ext4 filesystem (no partition table), the
 //                            backing file of every VM's overlay
-//   images/<id>/image.json   id, release, mirror, created, versions of what is inside, size
+//   images/<id>/image.json   id, release, mirror, npm_registry, created, versions of what is
+//                            inside, size
 //
 // Building needs root (debootstrap, chroot, reading every file); using an image does not: the
 // exports are made at build time, so a user in the lxd or docker group imports them.
@@ -37,9 +38,10 @@ struct ImageInfo {
   std::string id;
   std::string dir;
   std::string release;
-  std::string mirror;
-  std::string created;  // RFC 3339
-  Json versions;        // {"node": "v22...", "claude_code": "2.1...", ...}
+  std::string mirror;        // the Debian archive it was built from
+  std::string npm_registry;  // the npm registry it was built from
+  std::string created;       // RFC 3339
+  Json versions;             // {"node": "v22...", "claude_code": "2.1...", ...}
   int64_t size_bytes = 0;
 };
 

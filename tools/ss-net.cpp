@@ -14,8 +14,10 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "image.hpp"
 #include "net_fence.hpp"
 #include "net_policy.hpp"
+#include "net_presets.hpp"
 #include "net_server.hpp"
 #include "paths.hpp"
 #include "sandbox.hpp"
@@ -201,10 +203,33 @@ std::string NetDir(const std::string& sandbox) { return Cat(SandboxesDir(), "/",
 std::string PolicyPath(const std::string& sandbox) { return NetDir(sandbox) + "/policy.json"; }
 std::string LogPath(const std::string& sandbox) { return NetDir(sandbox) + "/log.jsonl"; }
 
-// The sandbox's policy as stored; a sandbox that has none yet starts from the default policy.
+// What the presets read: the image the sandbox was made from (its record names it), else the
+// newest image built here, else the defaults the image build uses.
+NetPresetContext PresetContext(const std::string& sandbox) {
+  NetPresetContext c{"http://deb.debian.org/debian", "https://registry.npmjs.org", false};
+  std::optional<ImageInfo> image;
+  if (auto record = ReadFileIfExists(Cat(SandboxesDir(), "/", sandbox, "/sandbox.json"))) {
+    auto j = nlohmann::json::parse(*record, nullptr, false);
+    if (j.is_object() && j.contains("image") && j["image"].is_string()) {
+      image = FindImage(j["image"].get<std::string>());
+    }
+  }
+  if (!image) {
+    auto all = ListImages();
+    if (!all.empty()) image = all.front();  // newest first
+  }
+  if (image) {
+    c.mirror = image->mirror;
+    c.npm_registry = image->npm_registry;
+  }
+  return c;
+}
+
+// The sandbox's policy as stored; a sandbox that has none yet starts from the default policy
+// (allowlist: the agent, packages and github presets).
 NetPolicy LoadPolicy(const std::string& sandbox) {
   auto text = ReadFileIfExists(PolicyPath(sandbox));
-  if (!text) return NetPolicy{};
+  if (!text) return DefaultNetPolicy(PresetContext(sandbox));
   return NetPolicyFromJson(*text);
 }
 
@@ -256,7 +281,7 @@ int Serve(const Options& o) {
   NetServerOptions s;
   s.sandbox = o.sandbox;
   s.policy_file = o.policy.empty() ? PolicyPath(o.sandbox) : o.policy;
-  if (!PathExists(s.policy_file) && o.policy.empty()) SavePolicy(o.sandbox, NetPolicy{});
+  if (!PathExists(s.policy_file) && o.policy.empty()) SavePolicy(o.sandbox, LoadPolicy(o.sandbox));
   s.log_file = o.log.empty() ? LogPath(o.sandbox) : o.log;
   for (const auto& p : o.proxy)
     s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));

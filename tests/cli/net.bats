@@ -103,20 +103,38 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
 }
 
 @test "net: allow, deny and mode change the policy; ls shows it, in JSON too; files are 0600" {
+  # A sandbox starts from the default: the agent's, the packages' and GitHub's hosts (the
+  # packages from the image's record; with no image built, the archive and registry it uses).
+  local defaults=("anthropic.com" "*.anthropic.com" "claude.ai" "*.claude.ai" "claude.com"
+    "*.claude.com" "deb.debian.org" "registry.npmjs.org" "github.com" "*.github.com"
+    "githubusercontent.com" "*.githubusercontent.com")
   run ss net ls --sandbox box
   assert_success
-  assert_output "Sandbox 'box': mode allowlist"
+  assert_output "$(echo "Sandbox 'box': mode allowlist"; printf '  allow %s\n' "${defaults[@]}")"
+  # The preset comes from the image the sandbox was made from.
+  mkdir -p "$HOME/.cache/ss/images/img1" "$SS_HOME/.ss/sandboxes/other"
+  echo '{"id":"img1","mirror":"http://mirror.example/debian","npm_registry":"https://npm.example","created":"2026-01-01T00:00:00Z"}' \
+    >"$HOME/.cache/ss/images/img1/image.json"
+  echo '{"name":"other","image":"img1"}' >"$SS_HOME/.ss/sandboxes/other/sandbox.json"
+  run ss net ls --json --sandbox other
+  echo "$output" | jq -e '.allow | index("mirror.example") and index("npm.example") and (index("deb.debian.org") | not)'
+  # Changes.
   run ss net allow Example.COM '*.github.com:443' 198.51.100.0/24 --sandbox box
   assert_success
-  assert_output "$(printf '%s\n' "Sandbox 'box': mode allowlist" "  allow example.com" "  allow *.github.com:443" "  allow 198.51.100.0/24")"
+  assert_line "  allow example.com"
+  assert_line "  allow *.github.com:443"
+  assert_line "  allow 198.51.100.0/24"
   run ss net deny example.com evil.test --sandbox box
-  assert_output "$(printf '%s\n' "Sandbox 'box': mode allowlist" "  allow *.github.com:443" "  allow 198.51.100.0/24" "  deny  example.com" "  deny  evil.test")"
+  refute_line "  allow example.com"
+  assert_line "  deny  example.com"
+  assert_line "  deny  evil.test"
   SS_SANDBOX=box run ss net mode open
   assert_success
   run ss net ls --json --sandbox box
   assert_success
   echo "$output" | jq -e '.kind == "NetPolicy" and .version == 1 and .sandbox == "box" and .mode == "open"
-    and .allow == ["*.github.com:443", "198.51.100.0/24"] and .deny == ["example.com", "evil.test"]'
+    and (.allow | index("*.github.com:443") and index("198.51.100.0/24") and index("claude.ai"))
+    and .deny == ["example.com", "evil.test"]'
   [ "$(stat -c %a "$SS_HOME/.ss/sandboxes/box/net/policy.json")" = 600 ]
   [ "$(stat -c %a "$SS_HOME/.ss/sandboxes/box/net")" = 700 ]
   run ss net allow example.com --sandbox box
