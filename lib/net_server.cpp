@@ -4,6 +4,7 @@
 // (Asio allocates and frees them with its own pair).
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
@@ -450,10 +451,20 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     } else if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &ss, &length) != 0) {
       return std::nullopt;
     }
-    tcp::endpoint e;
-    std::memcpy(e.data(), &ss, std::min<size_t>(length, sizeof ss));
-    e.resize(length);
-    return e;
+    // The kernel may leave `length` as it was: read the address by its family, never by length.
+    if (ss.ss_family == AF_INET) {
+      sockaddr_in in{};
+      std::memcpy(&in, &ss, sizeof in);
+      return tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
+    }
+    if (ss.ss_family == AF_INET6) {
+      sockaddr_in6 in6{};
+      std::memcpy(&in6, &ss, sizeof in6);
+      asio::ip::address_v6::bytes_type bytes;
+      std::memcpy(bytes.data(), &in6.sin6_addr, bytes.size());
+      return tcp::endpoint(asio::ip::address_v6(bytes), ntohs(in6.sin6_port));
+    }
+    return std::nullopt;
   }
 
   awaitable<void> ServeTransparent(tcp::socket client) {

@@ -20,6 +20,11 @@ teardown() {
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
   [ -z "${NSES:-}" ] || teardown_world
+  # Under ASan and UBSan (as the suite runs these tests), whatever ss-net reported fails the test.
+  if grep -s -l -E "Sanitizer|runtime error" "$W"/*.err; then
+    cat "$W"/*.err >&2
+    return 1
+  fi
 }
 
 # in_ns CMD...: runs CMD in the test's namespace when there is one.
