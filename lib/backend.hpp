@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "egress.hpp"
+
 namespace ss {
 
 class Config;
@@ -53,6 +55,10 @@ struct SandboxSpec {
   uid_t host_uid = 0;
   gid_t host_gid = 0;
   bool ephemeral = false;
+  // Container engines: the network of the sandbox's own it is attached to, and the resolver it
+  // is given (the network's gateway, where ss-net answers). Empty: the engine's default.
+  std::string network;
+  std::string dns;
 };
 
 struct SshTarget {
@@ -113,6 +119,10 @@ class Backend {
   // Removes the backend's own copy of a built image (imported into LXD or a container engine);
   // false when it has none. Throws when the copy stays (the engine still uses it).
   virtual bool RemoveImageCopy(const std::string& /*image_id*/) { return false; }
+
+  // Where the sandbox's traffic reaches the host, for the fence and ss-net (egress.hpp); nothing
+  // when this backend does not fence its sandboxes yet.
+  virtual std::optional<EgressLink> Egress(const std::string& /*name*/) { return std::nullopt; }
 };
 
 // Throws ss::Error(66) "no snapshot 'S' of 'NAME'" unless `backend` has that snapshot.

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "idmap_view.hpp"
@@ -35,6 +36,7 @@
 #include "process.hpp"
 #include "size.hpp"
 #include "strings.hpp"
+#include "subnet.hpp"
 
 namespace ss {
 namespace {
@@ -49,6 +51,11 @@ const char* const kDroppedCaps[] = {"SYS_RESOURCE", "SYS_MODULE",    "SYS_RAWIO"
                                     "WAKE_ALARM",   "BLOCK_SUSPEND", "AUDIT_CONTROL"};
 
 std::string VolumeName(const std::string& name) { return Cat("ss-", name, "-docker"); }
+// The sandbox's own network, and its bridge (an interface name: 15 characters at most).
+std::string NetworkName(const std::string& name) { return Cat("ss-", name, "-net"); }
+std::string BridgeName(const std::string& name) {
+  return Cat("ssn-", Sha256Hex(name).substr(0, 10));
+}
 
 // A --mount value; a field holding a comma or a quote is quoted as CSV.
 std::string MountField(const std::string& key, const std::string& value) {
@@ -164,6 +171,7 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
   }
   a.insert(a.end(), {"--mount",
                      Cat("type=volume,source=", VolumeName(spec.name), ",target=/var/lib/docker")});
+  if (!spec.network.empty()) a.insert(a.end(), {"--network", spec.network, "--dns", spec.dns});
   a.insert(a.end(), {"--publish", "127.0.0.1::22"});
   if (spec.resources.cpus > 0) a.insert(a.end(), {"--cpus", CpusValue(spec.resources.cpus)});
   if (spec.resources.memory > 0) {
@@ -353,6 +361,7 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
   progress.Step(Cat("creating ", engine_.display, " container '", spec.name, "'"));
   SandboxSpec applied = spec;
   applied.resources = Applicable(spec.resources, true);
+  AttachNetwork(applied, true);
   Cli(ContainerCreateArgs(engine_.name, applied, ContainerImageRef(engine_.name, spec.image_id),
                           HostRlimits(), PathExists("/dev/fuse")),
       Cat("cannot create container '", spec.name, "'"), std::chrono::minutes(2));
@@ -466,6 +475,44 @@ void ContainerBackend::Delete(const std::string& name) {
     }
   }
   RemoveViews(ContainerViewsDir(engine_.name, name));
+  if (engine_.name == "docker") Run({engine_.client, "network", "rm", NetworkName(name)}, o);
+}
+
+void ContainerBackend::AttachNetwork(SandboxSpec& spec, bool create) {
+  if (engine_.name != "docker") return;
+  std::string network = NetworkName(spec.name);
+  ProcessResult r = Run({engine_.client, "network", "inspect", network});
+  if (!r.ok()) {
+    if (!create) return;  // made before sandboxes had networks of their own
+    auto subnet =
+        FreeSubnet(SubnetsInUse(), static_cast<uint32_t>(std::hash<std::string>{}(spec.name)));
+    if (!subnet) throw Error(kExitUnavailable, "no free private /24 for the sandbox's network");
+    std::string gateway = subnet->GatewayCidr().substr(0, subnet->GatewayCidr().find('/'));
+    // No masquerading and no traffic between containers: nothing leaves this bridge but
+    // through the host, where the fence sends it to ss-net.
+    Cli({"network", "create", "--driver", "bridge", "--subnet", subnet->ToString(), "--gateway",
+         gateway, "--label", Cat(kMarkLabel, "=true"), "-o",
+         Cat("com.docker.network.bridge.name=", BridgeName(spec.name)), "-o",
+         "com.docker.network.bridge.enable_ip_masquerade=false", "-o",
+         "com.docker.network.bridge.enable_icc=false", network},
+        Cat("cannot create the network of '", spec.name, "'"), std::chrono::seconds(60));
+    r = Run({engine_.client, "network", "inspect", network});
+  }
+  Json j = Json::parse(r.out, nullptr, false);
+  if (!j.is_array() || j.empty()) return;
+  const Json& config = j[0]["IPAM"]["Config"];
+  if (!config.is_array() || config.empty()) return;
+  spec.network = network;
+  spec.dns = config[0].value("Gateway", "");
+}
+
+std::optional<EgressLink> ContainerBackend::Egress(const std::string& name) {
+  if (engine_.name != "docker") return std::nullopt;
+  SandboxSpec probe;
+  probe.name = name;
+  AttachNetwork(probe, false);
+  if (probe.network.empty() || probe.dns.empty()) return std::nullopt;
+  return EgressLink{BridgeName(name), probe.dns, false};
 }
 
 SandboxStatus ContainerBackend::Status(const std::string& name) {
@@ -532,6 +579,7 @@ void ContainerBackend::Recreate(const std::string& name, const std::string& imag
   if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
   SandboxSpec spec = RecordedSpec(name, c);
   EnsureViews(spec);
+  AttachNetwork(spec, false);
   const Json& host = c["HostConfig"];
   spec.resources.cpus = static_cast<int>(host.value("NanoCpus", int64_t{0}) / 1000000000);
   spec.resources.memory = host.value("Memory", int64_t{0});

@@ -62,6 +62,7 @@ class ContainerBackend : public Backend {
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;
   bool RemoveImageCopy(const std::string& image_id) override;
+  std::optional<EgressLink> Egress(const std::string& name) override;
 
  private:
   // Runs the client; a daemon that does not answer is ss::Error(69) with the command that starts
@@ -79,6 +80,9 @@ class ContainerBackend : public Backend {
   // Makes the container again from `image_ref` with the arguments it was made with (its volume
   // stays); it is left stopped.
   void Recreate(const std::string& name, const std::string& image_ref);
+  // Docker: the sandbox's own bridge network (created when missing) in spec.network and its
+  // gateway in spec.dns. Podman keeps its default network for now.
+  void AttachNetwork(SandboxSpec& spec, bool create);
   // Mounts the id-mapped views of the sandbox's folders, when it needs them.
   void EnsureViews(const SandboxSpec& spec);
 

@@ -8,6 +8,7 @@
 
 #include "backend_qemu.hpp"
 #include "deploy.hpp"
+#include "egress.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "image.hpp"
@@ -365,6 +366,7 @@ void Sandbox::CheckShared(SshConnection& conn) const {
 
 std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
                                                   std::chrono::seconds timeout) {
+  KeepEgress();
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + timeout;
   std::string last_error;
@@ -499,11 +501,18 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
   return WaitReady(progress, timeout);
 }
 
+// The sandbox's network goes through ss-net, which is started again if it is gone: every start
+// and every session comes here first.
+void Sandbox::KeepEgress() {
+  if (auto link = backend_->Egress(name_)) EnsureEgress(name_, *link);
+}
+
 void Sandbox::Stop(std::chrono::seconds timeout) {
   SandboxState state = State();
   if (state == SandboxState::kStopped || state == SandboxState::kNotExists) return;
   EndShareMaster(name_);
   backend_->Stop(name_, timeout);
+  StopEgress(name_);
 }
 
 void Sandbox::TakeSnapshot(const std::string& snapshot, SshConnection* conn) {
@@ -528,6 +537,7 @@ void Sandbox::Delete() {
                 std::chrono::minutes(5), Cat("sandbox '", name_, "'"));
   EndShareMaster(name_);
   if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
+  RemoveEgress(name_);
   RemoveTree(Dir());
 }
 

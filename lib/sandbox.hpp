@@ -101,6 +101,8 @@ class Sandbox {
   // asking the backend nothing. nullptr when that fails (stopped, moved); then EnsureRunning.
   std::unique_ptr<SshConnection> TryConnect();
   void Stop(std::chrono::seconds timeout);
+  // Starts the sandbox's ss-net again and re-installs its fence when either is gone (egress.hpp).
+  void KeepEgress();
   // Takes a snapshot through the backend; a running machine with a kernel of its own is told
   // to write out what it holds in memory first (over `conn`, or a connection of its own).
   void TakeSnapshot(const std::string& snapshot, SshConnection* conn = nullptr);

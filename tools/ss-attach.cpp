@@ -8,6 +8,7 @@
 #include "box.hpp"
 #include "browser.hpp"
 #include "config.hpp"
+#include "egress.hpp"
 #include "error.hpp"
 #include "menu.hpp"
 #include "output.hpp"
@@ -227,6 +228,9 @@ class Session {
     StreamOptions so;
     so.cwd = cwd;
     so.secret_env = Secrets();
+    // The shared connection skips the start-up checks; the sandbox's network proxy is still
+    // started again when it is gone.
+    if (EgressServerGone(name_)) sandbox().KeepEgress();
     if (auto status = RunShared(name_, {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
     StartShareMaster(ExecutableDir() + "/ss-attach", name_);

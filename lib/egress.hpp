@@ -1,0 +1,42 @@
+// A sandbox's way out, kept on the host while the sandbox lives: its ss-net (the proxy and
+// resolver, one process per sandbox) and the fence that sends the sandbox's traffic there
+// (net_fence.hpp). The backend says where the sandbox's link is; this file keeps the two running.
+//
+// The fence is installed with the first start and stays until the sandbox is deleted: when
+// ss-net is not running, the sandbox reaches nothing. ss-net is started again whenever ss finds
+// it gone (every start and every session asks), on new ports, and the fence follows them.
+#pragma once
+
+#include <string>
+
+namespace ss {
+
+struct EgressLink {
+  std::string interface;  // the host side of the sandbox's link
+  std::string gateway;    // the host's IPv4 address there
+  bool dhcp = false;      // the sandbox gets its address by DHCP from the host
+};
+
+struct EgressState {
+  bool fenced = false;
+  int pid = 0;        // the running ss-net, or 0
+  std::string proxy;  // where the sandbox's HTTP(S)_PROXY points: "http://GATEWAY:3128"
+};
+
+// Starts the sandbox's ss-net unless it runs, and installs the fence for its ports. Throws
+// ss::Error (69) when either cannot be done: a sandbox is never left with an open network.
+EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link);
+
+EgressState GetEgressState(const std::string& sandbox);
+
+// Whether the sandbox was fenced and its ss-net is gone (a check of a pid: cheap enough for
+// every command, which then restarts it through the backend).
+bool EgressServerGone(const std::string& sandbox);
+
+// Stops ss-net; the fence stays (the sandbox, if it runs on, reaches nothing).
+void StopEgress(const std::string& sandbox);
+
+// Stops ss-net and removes the fence (the sandbox is being deleted).
+void RemoveEgress(const std::string& sandbox);
+
+}  // namespace ss
