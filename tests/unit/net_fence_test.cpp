@@ -1,0 +1,55 @@
+// The fence's nftables script: what it redirects, what it refuses, and what it never writes.
+#include "net_fence.hpp"
+
+#include "error.hpp"
+#include "gtest/gtest.h"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+NetFence Fence() { return {"my-box", "ssn-0123456789", "10.9.8.1", 40001, 40002, 40003, false}; }
+
+TEST(NetFence, RedirectsLookupsWebAndTheProxyAndRefusesTheRest) {
+  std::string s = NetFenceScript(Fence());
+  std::vector<std::string> lines = SplitLines(s);
+  auto has = [&](const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) != lines.end();
+  };
+  const std::string in = "add rule inet ss sandbox-my-box-in iifname \"ssn-0123456789\" ";
+  const std::string pre = "add rule inet ss sandbox-my-box-pre iifname \"ssn-0123456789\" ";
+  const std::string fwd = "add rule inet ss sandbox-my-box-fwd ";
+  EXPECT_TRUE(has(pre + "ip daddr 10.9.8.1 tcp dport 3128 dnat ip to 10.9.8.1:40001"));
+  EXPECT_TRUE(has(pre + "meta l4proto { tcp, udp } th dport 53 dnat ip to 10.9.8.1:40003"));
+  EXPECT_TRUE(has(pre + "tcp dport { 80, 443 } dnat ip to 10.9.8.1:40002"));
+  EXPECT_TRUE(has(in + "ct status dnat ip daddr 10.9.8.1 tcp dport { 40001, 40002, 40003 } accept"));
+  EXPECT_TRUE(has(in + "meta l4proto tcp reject with tcp reset"));
+  EXPECT_TRUE(has(in + "reject with icmpx admin-prohibited"));
+  EXPECT_TRUE(has(fwd + "iifname \"ssn-0123456789\" reject with icmpx admin-prohibited"));
+  EXPECT_TRUE(has(fwd + "oifname \"ssn-0123456789\" drop"));
+  EXPECT_EQ(s.find("udp dport 67"), std::string::npos);
+  // Replacing is one transaction: the chains are declared, flushed and refilled.
+  EXPECT_TRUE(has("flush chain inet ss sandbox-my-box-in"));
+  NetFence dhcp = Fence();
+  dhcp.dhcp = true;
+  EXPECT_NE(NetFenceScript(dhcp).find("udp sport 68 udp dport 67 accept"), std::string::npos);
+}
+
+TEST(NetFence, RefusesWhatCouldNotBeWrittenSafely) {
+  auto bad = [](auto change) {
+    NetFence f = Fence();
+    change(f);
+    EXPECT_THROW(NetFenceScript(f), Error);
+  };
+  bad([](NetFence& f) { f.interface = "a\" accept; #"; });
+  bad([](NetFence& f) { f.interface = "much-too-long-name"; });
+  bad([](NetFence& f) { f.interface = ""; });
+  bad([](NetFence& f) { f.gateway = "::1"; });
+  bad([](NetFence& f) { f.gateway = "10.0.0.1; flush ruleset"; });
+  bad([](NetFence& f) { f.sandbox = "Box;"; });
+  bad([](NetFence& f) { f.dns_port = 0; });
+  bad([](NetFence& f) { f.proxy_port = 70000; });
+}
+
+}  // namespace
+}  // namespace ss
