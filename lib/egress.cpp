@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "fs.hpp"
 #include "net_fence.hpp"
+#include "net_store.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "sandbox.hpp"
@@ -19,9 +20,10 @@
 namespace ss {
 namespace {
 
-std::string NetDir(const std::string& sandbox) { return Cat(SandboxesDir(), "/", sandbox, "/net"); }
-std::string ServeLog(const std::string& sandbox) { return NetDir(sandbox) + "/serve.log"; }
-std::string ServeRecord(const std::string& sandbox) { return NetDir(sandbox) + "/serve.json"; }
+std::string ServeLog(const std::string& sandbox) { return SandboxNetDir(sandbox) + "/serve.log"; }
+std::string ServeRecord(const std::string& sandbox) {
+  return SandboxNetDir(sandbox) + "/serve.json";
+}
 
 // The pid of the sandbox's running ss-net: recorded, alive, and still ss-net for this sandbox.
 int RunningPid(const std::string& sandbox) {
@@ -118,7 +120,7 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
   }
-  MakeDirs(NetDir(sandbox), 0700);
+  MakeDirs(SandboxNetDir(sandbox), 0700);
   // The ports of the last run when there was one, so that the fence and the connection tracking
   // of flows already redirected there (a resolver's UDP "connection") stay right; any free ones
   // when those are taken.

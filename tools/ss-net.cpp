@@ -19,6 +19,7 @@
 #include "net_policy.hpp"
 #include "net_presets.hpp"
 #include "net_server.hpp"
+#include "net_store.hpp"
 #include "paths.hpp"
 #include "sandbox.hpp"
 #include "strings.hpp"
@@ -198,46 +199,6 @@ Options ParseArgs(const Args& args) {
   return o;
 }
 
-std::string NetDir(const std::string& sandbox) { return Cat(SandboxesDir(), "/", sandbox, "/net"); }
-
-std::string PolicyPath(const std::string& sandbox) { return NetDir(sandbox) + "/policy.json"; }
-std::string LogPath(const std::string& sandbox) { return NetDir(sandbox) + "/log.jsonl"; }
-
-// What the presets read: the image the sandbox was made from (its record names it), else the
-// newest image built here, else the defaults the image build uses.
-NetPresetContext PresetContext(const std::string& sandbox) {
-  NetPresetContext c{"http://deb.debian.org/debian", "https://registry.npmjs.org", false};
-  std::optional<ImageInfo> image;
-  if (auto record = ReadFileIfExists(Cat(SandboxesDir(), "/", sandbox, "/sandbox.json"))) {
-    auto j = nlohmann::json::parse(*record, nullptr, false);
-    if (j.is_object() && j.contains("image") && j["image"].is_string()) {
-      image = FindImage(j["image"].get<std::string>());
-    }
-  }
-  if (!image) {
-    auto all = ListImages();
-    if (!all.empty()) image = all.front();  // newest first
-  }
-  if (image) {
-    c.mirror = image->mirror;
-    c.npm_registry = image->npm_registry;
-  }
-  return c;
-}
-
-// The sandbox's policy as stored; a sandbox that has none yet starts from the default policy
-// (allowlist: the agent, packages and github presets).
-NetPolicy LoadPolicy(const std::string& sandbox) {
-  auto text = ReadFileIfExists(PolicyPath(sandbox));
-  if (!text) return DefaultNetPolicy(PresetContext(sandbox));
-  return NetPolicyFromJson(*text);
-}
-
-void SavePolicy(const std::string& sandbox, const NetPolicy& policy) {
-  MakeDirs(NetDir(sandbox), 0700);
-  AtomicWrite(PolicyPath(sandbox), NetPolicyToJson(policy), 0600);
-}
-
 asio::ip::address ParseAddress(const std::string& text, std::string_view what) {
   std::error_code ec;
   auto a = asio::ip::make_address(text, ec);
@@ -280,9 +241,10 @@ int Serve(const Options& o) {
   ValidateSandboxName(o.sandbox);
   NetServerOptions s;
   s.sandbox = o.sandbox;
-  s.policy_file = o.policy.empty() ? PolicyPath(o.sandbox) : o.policy;
-  if (!PathExists(s.policy_file) && o.policy.empty()) SavePolicy(o.sandbox, LoadPolicy(o.sandbox));
-  s.log_file = o.log.empty() ? LogPath(o.sandbox) : o.log;
+  s.policy_file = o.policy.empty() ? NetPolicyPath(o.sandbox) : o.policy;
+  if (!PathExists(s.policy_file) && o.policy.empty())
+    SaveNetPolicy(o.sandbox, LoadNetPolicy(o.sandbox));
+  s.log_file = o.log.empty() ? NetLogPath(o.sandbox) : o.log;
   for (const auto& p : o.proxy)
     s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));
   for (const auto& p : o.transparent) {
@@ -363,7 +325,7 @@ std::string LogLine(const std::string& line) {
 }
 
 int Log(const std::string& sandbox, bool json, bool follow) {
-  std::string path = LogPath(sandbox);
+  std::string path = NetLogPath(sandbox);
   std::ifstream in(path);
   if (!in && !follow) {
     throw Error(kExitNoInput, Cat("sandbox ", Quoted(sandbox), " has no network log yet"), {},
@@ -401,7 +363,7 @@ int Run(const Options& o) {
   }
   std::string sandbox = ResolveSandboxName(o.sandbox);
   if (o.verb == "log") return Log(sandbox, o.json, o.follow);
-  NetPolicy policy = LoadPolicy(sandbox);
+  NetPolicy policy = LoadNetPolicy(sandbox);
   if (o.verb == "ls") return Ls(sandbox, policy, o.json);
   if (o.verb == "allow") Move(policy.allow, policy.deny, o.words);
   if (o.verb == "deny") Move(policy.deny, policy.allow, o.words);
@@ -413,7 +375,7 @@ int Run(const Options& o) {
     }
     policy.mode = *mode;
   }
-  SavePolicy(sandbox, policy);
+  SaveNetPolicy(sandbox, policy);
   return Ls(sandbox, policy, false);
 }
 

@@ -11,11 +11,13 @@
 #include "browser.hpp"
 #include "config.hpp"
 #include "deploy.hpp"
+#include "egress.hpp"
 #include "error.hpp"
 #include "health.hpp"
 #include "host_setup.hpp"
 #include "image.hpp"
 #include "json_out.hpp"
+#include "net_store.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "project.hpp"
@@ -209,6 +211,23 @@ int Status(const Options& o, const Config& config) {
                            sandbox.backend_name(), " that this install did not create");
   }
 
+  // The network: the policy, and whether the fence and ss-net hold it.
+  NetPolicy policy = LoadNetPolicy(sandbox.name());
+  bool fencing = state != SandboxState::kNotExists && sandbox.backend().Egress(sandbox.name());
+  EgressState egress = fencing ? GetEgressState(sandbox.name()) : EgressState{};
+  std::string network = Cat(NetModeName(policy.mode), ", ", policy.allow.size(), " allowed, ",
+                            policy.deny.size(), " denied (ss net ls)");
+  if (state != SandboxState::kNotExists) {
+    if (!fencing) {
+      network =
+          Cat("open: the ", sandbox.backend_name(), " backend does not fence its sandboxes yet");
+    } else if (!egress.fenced) {
+      network += "; not fenced yet (it is with the next start)";
+    } else if (!egress.pid) {
+      network += "; ss-net is not running, so nothing gets out until the next command starts it";
+    }
+  }
+
   if (o.json) {
     Json doc = JsonDocument("SandboxStatus");
     doc["name"] = sandbox.name();
@@ -237,6 +256,13 @@ int Status(const Options& o, const Config& config) {
                       {"summary", StatusSummary(browser, agent)},
                       {"agent_version", agent ? Json(agent->text) : Json()},
                       {"relay", agent ? Json(UsesRelay(*agent)) : Json()}};
+    doc["network"] = {{"mode", fencing || state == SandboxState::kNotExists
+                                   ? std::string(NetModeName(policy.mode))
+                                   : std::string("open")},
+                      {"allow", policy.allow.size()},
+                      {"deny", policy.deny.size()},
+                      {"fenced", egress.fenced},
+                      {"proxy_pid", egress.pid ? Json(egress.pid) : Json()}};
     doc["agent_logged_in"] =
         guest && guest->agent_logged_in ? Json(*guest->agent_logged_in) : Json();
     if (!guest_error.empty()) doc["error"] = guest_error;
@@ -266,6 +292,7 @@ int Status(const Options& o, const Config& config) {
               << ")\n";
   }
   std::cout << "Browser:   " << StatusSummary(browser, agent) << "\n";
+  std::cout << "Network:   " << network << "\n";
   if (state == SandboxState::kRunning) {
     std::string claude =
         guest && guest->agent_logged_in
