@@ -126,9 +126,15 @@ EOF
   ss net deny evil.test --sandbox "$SANDBOX" >/dev/null
   run in_sandbox curl -s -m 10 --resolve evil.test:80:198.51.100.2 http://evil.test/
   assert_output --partial "denied by the rule 'evil.test'"
+  run ss status --sandbox "$SANDBOX"
+  assert_line --regexp "^Network:   allowlist, [0-9]+ allowed, 1 denied \(ss net ls\)$"
   pid=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
   kill "$pid"
   sleep 0.5
+  run ss status --sandbox "$SANDBOX" --json
+  echo "$output" | jq -e '.network.fenced == true and .network.proxy_pid == null and .network.mode == "allowlist"'
+  run ss status --sandbox "$SANDBOX"
+  assert_line --partial "ss-net is not running, so nothing gets out until the next command starts it"
   run in_sandbox curl -sS -m 10 --resolve allowed.test:80:198.51.100.2 http://allowed.test/
   assert_failure
   # The next session starts it again.
