@@ -27,7 +27,8 @@ namespace ss {
 namespace {
 
 // The mirror the image comes from, over plain HTTP as apt uses it (no CA store needed).
-constexpr const char* kNetworkUrl = "http://deb.debian.org/debian/";
+// The agent's own API: what the sandbox must reach, through its network policy.
+constexpr const char* kNetworkUrl = "https://api.anthropic.com/";
 
 // $1: the projects folder. Writable by the sandbox user, and a real directory.
 constexpr const char* kProjectDir = R"sh(if [ ! -d "$1" ]; then echo "$1 is missing"; exit 1; fi
@@ -293,7 +294,8 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
   }
   checks.push_back(
       Remote(*conn, "network", {"curl", "-sS", "-o", "/dev/null", "-m", "10", "-I", kNetworkUrl},
-             Cat(kNetworkUrl, " answers"), "check the sandbox's network: ss exec ip route"));
+             Cat(kNetworkUrl, " answers (the agent's API)"),
+             "if the policy refuses it: ss net allow api.anthropic.com; see: ss net log"));
   checks.push_back(Remote(
       *conn, "docker",
       {"timeout", "30", "docker", "version", "--format", "docker {{.Server.Version}} answers"}, "",
