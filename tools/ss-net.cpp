@@ -14,10 +14,8 @@
 
 #include "error.hpp"
 #include "fs.hpp"
-#include "image.hpp"
 #include "net_fence.hpp"
 #include "net_policy.hpp"
-#include "net_presets.hpp"
 #include "net_server.hpp"
 #include "net_store.hpp"
 #include "paths.hpp"
