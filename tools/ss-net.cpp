@@ -277,10 +277,8 @@ int Serve(const Options& o) {
 }
 
 // Adds each rule to `to` (once) and removes it from `from`.
-void Move(std::vector<NetRule>& to, std::vector<NetRule>& from,
-          const std::vector<std::string>& rules) {
-  for (const std::string& text : rules) {
-    NetRule rule = ParseNetRule(text);
+void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const std::vector<NetRule>& rules) {
+  for (const NetRule& rule : rules) {
     std::erase_if(from, [&](const NetRule& r) { return r.text == rule.text; });
     if (std::none_of(to.begin(), to.end(), [&](const NetRule& r) { return r.text == rule.text; })) {
       to.push_back(rule);
@@ -363,16 +361,26 @@ int Run(const Options& o) {
   if (o.verb == "log") return Log(sandbox, o.json, o.follow);
   NetPolicy policy = LoadNetPolicy(sandbox);
   if (o.verb == "ls") return Ls(sandbox, policy, o.json);
-  if (o.verb == "allow") Move(policy.allow, policy.deny, o.words);
-  if (o.verb == "deny") Move(policy.deny, policy.allow, o.words);
-  if (o.verb == "mode") {
-    auto mode = ParseNetMode(o.words[0]);
-    if (!mode) {
-      throw Error(kExitUsage, Cat("unknown mode ", Quoted(o.words[0])), {},
-                  {"modes: allowlist, open, none"});
-    }
-    policy.mode = *mode;
+  // What is asked is checked first (64, 65), then the sandbox: a change is for a sandbox this
+  // install made, and a mistyped name must not pass for done (66).
+  std::vector<NetRule> rules;
+  for (const std::string& text : o.verb == "mode" ? std::vector<std::string>{} : o.words) {
+    rules.push_back(ParseNetRule(text));
   }
+  std::optional<NetMode> mode;
+  if (o.verb == "mode" && !(mode = ParseNetMode(o.words[0]))) {
+    throw Error(kExitUsage, Cat("unknown mode ", Quoted(o.words[0])), {},
+                {"modes: allowlist, open, none"});
+  }
+  auto known = KnownSandboxes();
+  if (std::find(known.begin(), known.end(), sandbox) == known.end()) {
+    throw Error(kExitNoInput, Cat("sandbox ", Quoted(sandbox), " does not exist"), {},
+                {known.empty() ? std::string("create it: ss vm start --sandbox ") + sandbox
+                               : Cat("sandboxes: ", Join(known, ", "))});
+  }
+  if (o.verb == "allow") Move(policy.allow, policy.deny, rules);
+  if (o.verb == "deny") Move(policy.deny, policy.allow, rules);
+  if (mode) policy.mode = *mode;
   SaveNetPolicy(sandbox, policy);
   return Ls(sandbox, policy, false);
 }

@@ -12,6 +12,9 @@ setup() {
   PIDS=()
   export CURL_HOME="$W"  # no request waits more than 10 s
   echo "max-time = 10" >"$W/.curlrc"
+  # The sandbox "box", as far as ss-net is concerned: its record.
+  mkdir -p "$SS_HOME/.ss/sandboxes/box"
+  echo '{"name":"box"}' >"$SS_HOME/.ss/sandboxes/box/sandbox.json"
 }
 
 teardown() {
@@ -104,6 +107,9 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
   assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: invalid network rule '*example.com': '*' only as the whole first label: *.example.com" "hint: rules look like: example.com, *.example.com, example.com:443, 10.0.0.0/8, 10.1.2.3:22, [2001:db8::]/32")"
   run --separate-stderr ss net ls --sandbox '../x'
   assert_failure 65
+  run --separate-stderr ss net allow example.com --sandbox boxx
+  assert_failure 66
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: sandbox 'boxx' does not exist" "hint: sandboxes: box")"
   assert_file_not_exists "$SS_HOME/.ss/sandboxes/box/net/policy.json"
 }
 

@@ -42,8 +42,8 @@ while True:
     open(sys.argv[1], "ab").write(data + b"\n")' "$W/udp.got" 3>&- &
   echo $! >>"$W/pids"
   export SS_NET_UPSTREAM_DNS=198.51.100.2
-  ss net allow allowed.test --sandbox "$SANDBOX" >/dev/null
   ss vm start --sandbox "$SANDBOX" --backend docker >&3 2>&1
+  ss net allow allowed.test --sandbox "$SANDBOX" >/dev/null
 }
 
 teardown_file() {
