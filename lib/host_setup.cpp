@@ -304,6 +304,28 @@ void AddSudoUserToGroup(const std::string& group, SetupReport& report) {
                             ")"));
 }
 
+// The fence around a sandbox's network is nftables rules, which only root may write. Members
+// of the engine's group (root's equal on this host already: they can start privileged
+// containers) may have ss-net install and remove fences through sudo without a password, and
+// for nothing else: ss-net fence refuses, under sudo, an interface that is not a sandbox's.
+void AllowFenceForGroup(const std::string& group, SetupReport& report) {
+  if (::geteuid() != 0 || !::getgrnam(group.c_str())) return;
+  std::string path = Cat("/etc/sudoers.d/ss-net-", group);
+  std::string rule =
+      Cat("%", group, " ALL=(root) NOPASSWD: ", ExecutableDir(), "/ss-net fence *\n");
+  std::string text =
+      Cat("# Written by ss vm setup: ss-net installs the network fence of a sandbox.\n", rule);
+  if (ReadFileIfExists(path) == text) return;
+  AtomicWrite(path, text, 0440);
+  if (!Run({"visudo", "-c", "-q", "-f", path}).ok()) {
+    ::unlink(path.c_str());
+    throw Error(kExitUnavailable, Cat("cannot allow the group '", group, "' to fence sandboxes"),
+                {Cat("visudo refused ", path)});
+  }
+  report.done.push_back(
+      Cat("let the group '", group, "' fence its sandboxes' network (", path, ")"));
+}
+
 // The LXD daemon's own pid (never a container's monitor, a proxy device or a daemon nested
 // in a container: all are called lxd), or 0.
 pid_t LxdServerPid() {
@@ -517,6 +539,7 @@ SetupReport SetupDocker(Progress& progress) {
   Append(report, InstallFor(steps, "ss vm setup --backend docker", progress));
   EnsureCgroupControllers(report);
   AddSudoUserToGroup("docker", report);
+  AllowFenceForGroup("docker", report);
   if (DockerAnswers()) return report;
   RequireRoot("starting Docker");
   progress.Step("starting dockerd");

@@ -36,7 +36,7 @@ constexpr const char* kUsage =
                     [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy FILE] [--log FILE]
        ss-net fence apply --sandbox NAME --interface IF --gateway ADDR --proxy-port PORT
                     --transparent-port PORT --dns-port PORT [--dhcp]
-       ss-net fence remove --sandbox NAME
+       ss-net fence remove|check --sandbox NAME
 
 A sandbox's network: everything it sends outside goes through ss-net's proxy and resolver on
 the host, which let through only what the sandbox's policy allows, and log every connection and
@@ -56,8 +56,10 @@ Commands:
   ls                    the policy: its mode and rules
   log                   the log, one line per connection or lookup (-f: follow it)
   serve                 run the proxy and resolver (the backends start it; see ss-net(1))
-  fence apply|remove    install or remove the host's firewall rules around a sandbox's link
-                        that send its traffic to ss-net and refuse the rest (see ss-net(1))
+  fence apply|remove|check
+                        install, remove or look for (exit 1: none) the host's firewall rules
+                        around a sandbox's link that send its traffic to ss-net and refuse the
+                        rest (see ss-net(1))
 
 Options:
   --sandbox NAME        the sandbox (default: SS_SANDBOX, CLAUDE_SANDBOX, super-sandbox)
@@ -155,8 +157,9 @@ Options ParseArgs(const Args& args) {
   bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() || o.fence.proxy_port ||
                      o.fence.transparent_port || o.fence.dns_port || o.fence.dhcp;
   if (fencing) {
-    if (o.words.size() != 1 || (o.words[0] != "apply" && o.words[0] != "remove")) {
-      throw usage("fence needs apply or remove");
+    if (o.words.size() != 1 ||
+        (o.words[0] != "apply" && o.words[0] != "remove" && o.words[0] != "check")) {
+      throw usage("fence needs apply, remove or check");
     }
     if (o.sandbox.empty()) throw usage("fence needs --sandbox NAME");
     if (o.words[0] == "apply" &&
@@ -166,7 +169,9 @@ Options ParseArgs(const Args& args) {
           "fence apply needs --interface, --gateway, --proxy-port, --transparent-port "
           "and --dns-port");
     }
-    if (o.words[0] == "remove" && fence_flags) throw usage("fence remove takes --sandbox only");
+    if (o.words[0] != "apply" && fence_flags) {
+      throw usage(Cat("fence ", o.words[0], " takes --sandbox only"));
+    }
   } else if (fence_flags) {
     throw usage(
         "--interface, --gateway, --proxy-port, --transparent-port, --dns-port and --dhcp "
@@ -352,8 +357,15 @@ int Run(const Options& o) {
       RemoveNetFence(o.sandbox);
       return 0;
     }
+    if (o.words[0] == "check") return NetFenceInstalled(o.sandbox) ? 0 : 1;
     NetFence fence = o.fence;
     fence.sandbox = o.sandbox;
+    // Through sudo (ss vm setup lets the engine's group run this), only a sandbox's own bridge.
+    if (getenv("SUDO_UID") && !fence.interface.starts_with("ssn-")) {
+      throw Error(kExitNoPerm,
+                  Cat("through sudo, ss-net fences only sandboxes' bridges (ssn-*), not ",
+                      Quoted(fence.interface)));
+    }
     ApplyNetFence(fence);
     return 0;
   }
