@@ -59,6 +59,9 @@ struct SandboxSpec {
   // is given (the network's gateway, where ss-net answers). Empty: the engine's default.
   std::string network;
   std::string dns;
+  // Called once the machine and its network exist and before it first boots: the sandbox's
+  // network is fenced from its first packet on (Egress() already answers then).
+  std::function<void()> before_first_boot;
 };
 
 struct SshTarget {

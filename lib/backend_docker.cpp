@@ -379,6 +379,7 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
         "cannot pack the seed");
     Cli({"cp", "-", Cat(spec.name, ":/")}, Cat("cannot provision '", spec.name, "'"),
         std::chrono::seconds(60), tar);
+    if (spec.before_first_boot) spec.before_first_boot();
     progress.Step(Cat("starting '", spec.name, "'"));
     Cli({"start", spec.name}, Cat("cannot start '", spec.name, "'"), std::chrono::minutes(2));
   } catch (...) {

@@ -308,8 +308,31 @@ void AddSudoUserToGroup(const std::string& group, SetupReport& report) {
 // of the engine's group (root's equal on this host already: they can start privileged
 // containers) may have ss-net install and remove fences through sudo without a password, and
 // for nothing else: ss-net fence refuses, under sudo, an interface that is not a sandbox's.
+// Whether only root can change `path`: it and every folder above it belong to root, and none is
+// writable by others (a sticky folder such as /tmp excepted: others cannot replace root's entries
+// there).
+bool OnlyRootCanChange(const std::string& path) {
+  if (!path.starts_with("/")) return false;
+  std::string at = path;
+  for (;;) {
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0 || st.st_uid != 0) return false;
+    bool sticky = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky) return false;
+    if (at == "/") return true;
+    at = Dirname(at);
+  }
+}
+
 void AllowFenceForGroup(const std::string& group, SetupReport& report) {
   if (::geteuid() != 0 || !::getgrnam(group.c_str())) return;
+  std::string ss_net = Cat(ExecutableDir(), "/ss-net");
+  if (!OnlyRootCanChange(ss_net)) {
+    Warn(Cat("not letting the group '", group, "' run ", ss_net,
+             " as root: someone other than root can change it; members of the group will need "
+             "root to start sandboxes"));
+    return;
+  }
   std::string path = Cat("/etc/sudoers.d/ss-net-", group);
   std::string rule =
       Cat("%", group, " ALL=(root) NOPASSWD: ", ExecutableDir(), "/ss-net fence *\n");
@@ -534,7 +557,7 @@ void RemoveDockerRules(SetupReport& report) {
 SetupReport SetupDocker(Progress& progress) {
   SetupReport report;
   // An engine that answers (the user's own, perhaps remote) needs no package of ours.
-  std::vector<std::string> steps{"core", "image"};
+  std::vector<std::string> steps{"core", "image", "fence"};
   if (!DockerAnswers()) steps.push_back("docker");
   Append(report, InstallFor(steps, "ss vm setup --backend docker", progress));
   EnsureCgroupControllers(report);

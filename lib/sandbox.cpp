@@ -212,6 +212,7 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
   in.sync_exclude = RenderSyncExclude(SyncExcludes(config_));
   spec.meta_data = RenderMetaData(in);
   spec.user_data = RenderUserData(in);
+  spec.before_first_boot = [this] { KeepEgress(); };
   WriteRecord(image.id, false);
   try {
     backend_->Create(spec, progress);
@@ -492,6 +493,8 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     }
   }
   if (state == SandboxState::kStopped) {
+    // Fenced before it boots (the fence is gone after a host reboot; ss-net after a stop).
+    KeepEgress();
     try {
       backend_->Start(name_, DesiredResources());
     } catch (const Error& e) {

@@ -142,3 +142,18 @@ EOF
   run in_sandbox curl -sS -m 10 http://allowed.test/
   assert_output "outside says hi"
 }
+
+@test "egress: a stopped sandbox whose fence was lost (a host reboot) is fenced again before it boots" {
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+  run ss status --sandbox "$SANDBOX" --json
+  echo "$output" | jq -e '.network.fenced == true and .network.proxy_pid == null'
+  "$SS_BUILD_DIR/libexec/ss/ss-net" fence remove --sandbox "$SANDBOX"
+  run "$SS_BUILD_DIR/libexec/ss/ss-net" fence check --sandbox "$SANDBOX"
+  assert_failure 1
+  ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
+  "$SS_BUILD_DIR/libexec/ss/ss-net" fence check --sandbox "$SANDBOX"
+  run in_sandbox curl -sS -m 10 http://allowed.test/
+  assert_output "outside says hi"
+  run as_root curl -sS -m 10 http://198.51.100.2:8080/
+  assert_failure 7
+}
