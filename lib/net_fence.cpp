@@ -162,6 +162,11 @@ void RemoveNetFence(const std::string& sandbox) {
                 Cat("cannot remove the network fence of sandbox ", Quoted(sandbox)),
                 SplitLines(Trim(r.err)));
   }
+  // With the last sandbox's chains gone, ss's table goes too.
+  ProcessResult table = Run({"nft", "list", "table", "inet", "ss"});
+  if (table.ok() && table.out.find("chain ") == std::string::npos) {
+    Run({"nft", "delete", "table", "inet", "ss"});
+  }
 }
 
 }  // namespace ss

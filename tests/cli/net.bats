@@ -436,6 +436,8 @@ for port in (9999, 53, 123, 443):
   ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence remove --sandbox box
   run ip netns exec "$H" nft list chain inet ss sandbox-box-in
   assert_failure
+  run ip netns exec "$H" nft list table inet ss  # the last sandbox's gone: the table too
+  assert_failure
   # Removing what is not there is no error.
   ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence remove --sandbox box
   teardown_world
