@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "fs.hpp"
 #include "image.hpp"
+#include "net_store.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "provision.hpp"
@@ -442,6 +443,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     // An earlier creation was cut short (this lock was free, so nobody is still at it).
     progress.Step(Cat("finishing the interrupted creation of '", name_, "': starting afresh"));
     if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
+    RemoveEgress(name_);
     RemoveTree(Dir());
     state = SandboxState::kNotExists;
   }
@@ -588,7 +590,15 @@ std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::s
       progress.Step("stopping and removing the old machine");
       backend_->Delete(name_);
     }
+    // Its ss-net and fence go with it (the new machine gets its own before it boots); its
+    // network policy is the user's and stays.
+    RemoveEgress(name_);
+    auto policy = ReadFileIfExists(NetPolicyPath(name_));
     RemoveTree(Dir());
+    if (policy) {
+      MakeDirs(SandboxNetDir(name_), 0700);
+      AtomicWrite(NetPolicyPath(name_), *policy, 0600);
+    }
   }
   return EnsureRunning(progress, timeout);
 }

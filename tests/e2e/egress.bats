@@ -157,3 +157,15 @@ EOF
   run as_root curl -sS -m 10 http://198.51.100.2:8080/
   assert_failure 7
 }
+
+@test "egress: a reset keeps the policy, and the old ss-net does not outlive the old machine" {
+  old=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
+  ss vm reset --sandbox "$SANDBOX" --yes >/dev/null 2>&1
+  run kill -0 "$old"
+  assert_failure
+  run ss net ls --sandbox "$SANDBOX"
+  assert_line "  allow allowed.test"
+  run in_sandbox curl -sS -m 10 http://allowed.test/
+  assert_output "outside says hi"
+  [ "$(pgrep -fc "ss-net serve --sandbox $SANDBOX ")" -eq 1 ]
+}
