@@ -26,11 +26,11 @@
 #include <cmath>
 #include <ctime>
 
-#include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "idmap_view.hpp"
 #include "image.hpp"
+#include "net_fence.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -53,9 +53,6 @@ const char* const kDroppedCaps[] = {"SYS_RESOURCE", "SYS_MODULE",    "SYS_RAWIO"
 std::string VolumeName(const std::string& name) { return Cat("ss-", name, "-docker"); }
 // The sandbox's own network, and its bridge (an interface name: 15 characters at most).
 std::string NetworkName(const std::string& name) { return Cat("ss-", name, "-net"); }
-std::string BridgeName(const std::string& name) {
-  return Cat("ssn-", Sha256Hex(name).substr(0, 10));
-}
 
 // A --mount value; a field holding a comma or a quote is quoted as CSV.
 std::string MountField(const std::string& key, const std::string& value) {
@@ -361,7 +358,10 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
   progress.Step(Cat("creating ", engine_.display, " container '", spec.name, "'"));
   SandboxSpec applied = spec;
   applied.resources = Applicable(spec.resources, true);
-  AttachNetwork(applied, true);
+  if (auto n = AttachNetwork(spec.name, true)) {
+    applied.network = n->name;
+    applied.dns = n->gateway;
+  }
   Cli(ContainerCreateArgs(engine_.name, applied, ContainerImageRef(engine_.name, spec.image_id),
                           HostRlimits(), PathExists("/dev/fuse")),
       Cat("cannot create container '", spec.name, "'"), std::chrono::minutes(2));
@@ -476,44 +476,62 @@ void ContainerBackend::Delete(const std::string& name) {
     }
   }
   RemoveViews(ContainerViewsDir(engine_.name, name));
-  if (engine_.name == "docker") Run({engine_.client, "network", "rm", NetworkName(name)}, o);
+  Run({engine_.client, "network", "rm", NetworkName(name)}, o);
 }
 
-void ContainerBackend::AttachNetwork(SandboxSpec& spec, bool create) {
-  if (engine_.name != "docker") return;
-  std::string network = NetworkName(spec.name);
+// The sandbox's own network, made with the sandbox: a bridge without masquerading or traffic
+// between containers, so nothing leaves it but through the host, where the fence sends it to
+// ss-net. Rootless Podman has no bridge on the host (its traffic leaves as the user's own
+// sockets): it keeps the engine's network, which ss cannot fence.
+std::optional<ContainerBackend::Network> ContainerBackend::AttachNetwork(const std::string& name,
+                                                                         bool create) {
+  bool podman = engine_.name != "docker";
+  if (podman && ::geteuid() != 0) return std::nullopt;
+  std::string network = NetworkName(name);
   ProcessResult r = Run({engine_.client, "network", "inspect", network});
   if (!r.ok()) {
-    if (!create) return;  // made before sandboxes had networks of their own
-    auto subnet =
-        FreeSubnet(SubnetsInUse(), static_cast<uint32_t>(std::hash<std::string>{}(spec.name)));
+    if (!create) return std::nullopt;  // made before sandboxes had networks of their own
+    auto subnet = FreeSubnet(SubnetsInUse(), static_cast<uint32_t>(std::hash<std::string>{}(name)));
     if (!subnet) throw Error(kExitUnavailable, "no free private /24 for the sandbox's network");
     std::string gateway = subnet->GatewayCidr().substr(0, subnet->GatewayCidr().find('/'));
-    // No masquerading and no traffic between containers: nothing leaves this bridge but
-    // through the host, where the fence sends it to ss-net.
-    Cli({"network", "create", "--driver", "bridge", "--subnet", subnet->ToString(), "--gateway",
-         gateway, "--label", Cat(kMarkLabel, "=true"), "-o",
-         Cat("com.docker.network.bridge.name=", BridgeName(spec.name)), "-o",
-         "com.docker.network.bridge.enable_ip_masquerade=false", "-o",
-         "com.docker.network.bridge.enable_icc=false", network},
-        Cat("cannot create the network of '", spec.name, "'"), std::chrono::seconds(60));
+    std::vector<std::string> args = {
+        "network",          "create",    "--driver", "bridge",  "--subnet",
+        subnet->ToString(), "--gateway", gateway,    "--label", Cat(kMarkLabel, "=true")};
+    if (podman) {
+      // Podman names the bridge itself (cni-podmanN); no resolver of its own on it.
+      args.insert(args.end(), {"--disable-dns", "-o", "isolate=true"});
+    } else {
+      args.insert(args.end(),
+                  {"-o", Cat("com.docker.network.bridge.name=", SandboxBridgeName(name)), "-o",
+                   "com.docker.network.bridge.enable_ip_masquerade=false", "-o",
+                   "com.docker.network.bridge.enable_icc=false"});
+    }
+    args.push_back(network);
+    Cli(args, Cat("cannot create the network of '", name, "'"), std::chrono::seconds(60));
     r = Run({engine_.client, "network", "inspect", network});
   }
   Json j = Json::parse(r.out, nullptr, false);
-  if (!j.is_array() || j.empty()) return;
-  const Json& config = j[0]["IPAM"]["Config"];
-  if (!config.is_array() || config.empty()) return;
-  spec.network = network;
-  spec.dns = config[0].value("Gateway", "");
+  if (!j.is_array() || j.empty() || !j[0].is_object()) return std::nullopt;
+  Network n{network, {}, {}};
+  if (podman) {
+    const Json& subnets = j[0].value("subnets", Json::array());
+    if (!subnets.is_array() || subnets.empty()) return std::nullopt;
+    n.gateway = subnets[0].value("gateway", "");
+    n.bridge = j[0].value("network_interface", "");
+  } else {
+    const Json& config = j[0]["IPAM"]["Config"];
+    if (!config.is_array() || config.empty()) return std::nullopt;
+    n.gateway = config[0].value("Gateway", "");
+    n.bridge = SandboxBridgeName(name);
+  }
+  if (n.gateway.empty() || n.bridge.empty()) return std::nullopt;
+  return n;
 }
 
 std::optional<EgressLink> ContainerBackend::Egress(const std::string& name) {
-  if (engine_.name != "docker") return std::nullopt;
-  SandboxSpec probe;
-  probe.name = name;
-  AttachNetwork(probe, false);
-  if (probe.network.empty() || probe.dns.empty()) return std::nullopt;
-  return EgressLink{BridgeName(name), probe.dns, false};
+  auto n = AttachNetwork(name, false);
+  if (!n) return std::nullopt;
+  return EgressLink{n->bridge, n->gateway, false};
 }
 
 SandboxStatus ContainerBackend::Status(const std::string& name) {
@@ -580,7 +598,10 @@ void ContainerBackend::Recreate(const std::string& name, const std::string& imag
   if (c.is_null()) throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"));
   SandboxSpec spec = RecordedSpec(name, c);
   EnsureViews(spec);
-  AttachNetwork(spec, false);
+  if (auto n = AttachNetwork(name, false)) {
+    spec.network = n->name;
+    spec.dns = n->gateway;
+  }
   const Json& host = c["HostConfig"];
   spec.resources.cpus = static_cast<int>(host.value("NanoCpus", int64_t{0}) / 1000000000);
   spec.resources.memory = host.value("Memory", int64_t{0});

@@ -80,9 +80,12 @@ class ContainerBackend : public Backend {
   // Makes the container again from `image_ref` with the arguments it was made with (its volume
   // stays); it is left stopped.
   void Recreate(const std::string& name, const std::string& image_ref);
-  // Docker: the sandbox's own bridge network (created when missing) in spec.network and its
-  // gateway in spec.dns. Podman keeps its default network for now.
-  void AttachNetwork(SandboxSpec& spec, bool create);
+  // The sandbox's own bridge network (created when missing and `create`): its name, the host
+  // side's interface and the gateway, where ss-net listens. Nothing for rootless Podman.
+  struct Network {
+    std::string name, bridge, gateway;
+  };
+  std::optional<Network> AttachNetwork(const std::string& name, bool create);
   // Mounts the id-mapped views of the sandbox's folders, when it needs them.
   void EnsureViews(const SandboxSpec& spec);
 

@@ -11,7 +11,11 @@
 //     user.ss.views so that every start mounts it again;
 //   - the projects folder as a disk device at /home/sandbox/projects;
 //   - an SSH proxy device: 127.0.0.1:<port> on the LXD host → the container's port 22;
-//   - the cloud-init NoCloud seed pushed into /var/lib/cloud/seed/nocloud before first boot.
+//   - the cloud-init NoCloud seed pushed into /var/lib/cloud/seed/nocloud before first boot;
+//   - locally, a network of its own: a bridge without NAT (SandboxBridgeName) whose only way
+//     out is the host's fence to ss-net (egress.hpp), and its eth0 there with IPv4 and MAC
+//     filtering (root inside cannot take another address); a remote LXD's sandboxes keep the
+//     remote's network, which ss cannot fence.
 #include "backend_lxd.hpp"
 
 #include <sys/stat.h>
@@ -27,11 +31,13 @@
 #include "image.hpp"
 #include "json_out.hpp"
 #include "net.hpp"
+#include "net_fence.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "size.hpp"
 #include "strings.hpp"
+#include "subnet.hpp"
 #include "timefmt.hpp"
 
 namespace ss {
@@ -39,6 +45,7 @@ namespace {
 
 constexpr const char* kMarkKey = "user.ss.sandbox";
 constexpr const char* kViewsKey = "user.ss.views";
+constexpr const char* kNetworkKey = "user.ss.network";  // on the network: the sandbox it serves
 
 // The host id the container's `id` maps to, by LXD's idmap ("volatile.idmap.next", a JSON list
 // of {Isuid, Isgid, Hostid, Nsid, Maprange}); -1 when none maps it.
@@ -286,11 +293,14 @@ void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
            Cat(ref, "/var/lib/cloud/seed/nocloud/", f)},
           Cat("cannot provision '", spec.name, "'"));
     }
+    if (remote_.empty()) AttachNetwork(spec.name);
+    if (spec.before_first_boot) spec.before_first_boot();
     progress.Step(Cat("starting '", spec.name, "'"));
     StartWithFreePort(spec.name);
   } catch (...) {
     // Never leave a half-made sandbox behind.
     Run({"lxc", "delete", "--force", ref});
+    if (remote_.empty()) Run({"lxc", "network", "delete", SandboxBridgeName(spec.name)});
     RemoveViews(ViewsOf(spec.name));
     throw;
   }
@@ -339,6 +349,7 @@ void LxdBackend::StartWithFreePort(const std::string& name) {
 void LxdBackend::Start(const std::string& name, const Resources& resources) {
   ApplyResources(name, resources);
   EnsureViews(name, Instance(name));
+  if (remote_.empty()) AttachNetwork(name);  // sandboxes made before they had one get it now
   StartWithFreePort(name);
 }
 
@@ -360,7 +371,64 @@ void LxdBackend::Delete(const std::string& name) {
     Lxc({"delete", "--force", Ref(name)}, Cat("cannot delete '", name, "'"),
         std::chrono::seconds(120));
   }
+  if (remote_.empty()) {
+    std::string bridge = SandboxBridgeName(name);
+    auto network = Query(Cat("/1.0/networks/", bridge));
+    if (network && (*network)["config"].value(kNetworkKey, "") == name) {
+      Lxc({"network", "delete", bridge}, Cat("cannot delete the network of '", name, "'"));
+    }
+  }
   RemoveViews(ViewsOf(name));
+}
+
+std::string LxdBackend::AttachNetwork(const std::string& name) {
+  std::string bridge = SandboxBridgeName(name);
+  auto network = Query(Cat("/1.0/networks/", bridge));
+  if (network && (*network)["config"].value(kNetworkKey, "") != name) {
+    throw Error(
+        kExitCantCreate,
+        Cat("LXD already has a network called '", bridge, "' that is not the one of '", name, "'"),
+        {}, {Cat("remove it if it is left over: lxc network delete ", bridge)});
+  }
+  if (!network) {
+    auto subnet = FreeSubnet(SubnetsInUse(), static_cast<uint32_t>(std::hash<std::string>{}(name)));
+    if (!subnet) throw Error(kExitUnavailable, "no free private /24 for the sandbox's network");
+    // No NAT and no IPv6: nothing leaves this bridge but through the host, where the fence
+    // sends it to ss-net. LXD's dnsmasq still hands out the address (the fence lets DHCP in).
+    Lxc({"network", "create", bridge, Cat("ipv4.address=", subnet->GatewayCidr()), "ipv4.nat=false",
+         "ipv6.address=none", Cat(kNetworkKey, "=", name)},
+        Cat("cannot create the network of '", name, "'"));
+    network = Query(Cat("/1.0/networks/", bridge));
+    if (!network) throw Error(kExitSoftware, Cat("LXD lost the network of '", name, "'"));
+  }
+  std::string cidr = (*network)["config"].value("ipv4.address", "");
+  std::string gateway = cidr.substr(0, cidr.find('/'));
+  Json inst = Instance(name);
+  const Json& devices = inst["devices"];
+  if (!devices.contains("eth0") || devices["eth0"].value("network", "") != bridge) {
+    if (devices.contains("eth0")) {
+      Lxc({"config", "device", "remove", Ref(name), "eth0"},
+          Cat("cannot disconnect '", name, "' from its old network"));
+    }
+    // IPv4 filtering (which implies MAC filtering) pins the address LXD leased it.
+    Lxc({"config", "device", "add", Ref(name), "eth0", "nic", Cat("network=", bridge), "name=eth0",
+         "security.ipv4_filtering=true"},
+        Cat("cannot connect '", name, "' to its network"));
+  }
+  return gateway;
+}
+
+std::optional<EgressLink> LxdBackend::Egress(const std::string& name) {
+  if (!remote_.empty()) return std::nullopt;
+  std::string bridge = SandboxBridgeName(name);
+  auto network = Query(Cat("/1.0/networks/", bridge));
+  if (!network || (*network)["config"].value(kNetworkKey, "") != name) return std::nullopt;
+  Json inst = Instance(name);
+  if (inst.is_null() ||
+      inst["devices"].value("eth0", Json::object()).value("network", "") != bridge)
+    return std::nullopt;
+  std::string cidr = (*network)["config"].value("ipv4.address", "");
+  return EgressLink{bridge, cidr.substr(0, cidr.find('/')), true};
 }
 
 SandboxStatus LxdBackend::Status(const std::string& name) {
@@ -454,6 +522,8 @@ void LxdBackend::RestoreSnapshot(const std::string& name, const std::string& sna
   RequireSnapshot(*this, name, snapshot);
   Lxc({"restore", Ref(name), snapshot}, Cat("cannot restore '", name, "' to '", snapshot, "'"),
       std::chrono::seconds(300));
+  // A snapshot from before the sandbox had its own network brings the old NIC back.
+  if (remote_.empty()) AttachNetwork(name);
 }
 
 void LxdBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {

@@ -28,6 +28,7 @@ class LxdBackend : public Backend {
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;
   bool RemoveImageCopy(const std::string& image_id) override;
+  std::optional<EgressLink> Egress(const std::string& name) override;
 
  private:
   std::string Ref(const std::string& name) const;  // "remote:name" or "name"
@@ -41,6 +42,8 @@ class LxdBackend : public Backend {
   std::string ViewsOf(const std::string& name) const;  // the folder of its id-mapped views
   // Mounts the views a sandbox of root's shares its folders through (none for other users').
   void EnsureViews(const std::string& name, const Json& instance);
+  // A local sandbox's own network (a bridge of its own, no NAT) and its NIC there; the gateway.
+  std::string AttachNetwork(const std::string& name);
 
   std::string remote_;
 };

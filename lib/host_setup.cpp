@@ -647,7 +647,8 @@ SetupReport TeardownDocker(Progress& progress) {
 
 SetupReport SetupPodman(Progress& progress) {
   SetupReport report;
-  Append(report, InstallFor({"core", "image", "podman"}, "ss vm setup --backend podman", progress));
+  Append(report, InstallFor({"core", "image", "podman", "fence"}, "ss vm setup --backend podman",
+                            progress));
   EnsureCgroupControllers(report);
   return report;
 }
@@ -665,9 +666,11 @@ bool HaveSystemd() {
 
 SetupReport SetupLxd(Progress& progress) {
   SetupReport report;
-  Append(report, InstallFor({"core", "image", "lxd"}, "ss vm setup --backend lxd", progress));
+  Append(report,
+         InstallFor({"core", "image", "lxd", "fence"}, "ss vm setup --backend lxd", progress));
   EnsureCgroupControllers(report);
   AddSudoUserToGroup("lxd", report);
+  AllowFenceForGroup("lxd", report);
   // A regular user is mapped into containers (raw.idmap); root never is (its folders are
   // shared through id-mapped views, see backend_lxd.cpp).
   uid_t uid = ProjectsUid();

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "net_policy.hpp"
 #include "paths.hpp"
@@ -25,6 +26,10 @@ void CheckPort(int port, std::string_view what) {
 }
 
 }  // namespace
+
+std::string SandboxBridgeName(const std::string& sandbox) {
+  return Cat("ssn-", Sha256Hex(sandbox).substr(0, 10));
+}
 
 std::string NetFenceScript(const NetFence& f) {
   ValidateSandboxName(f.sandbox);

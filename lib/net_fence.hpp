@@ -16,6 +16,11 @@ namespace ss {
 
 inline constexpr int kSandboxProxyPort = 3128;
 
+// The bridge of a sandbox's own network (Docker's, LXD's): "ssn-" and 10 hex digits of the
+// name's digest, within the 15 characters of an interface name. ss-net fences only these when
+// run through sudo.
+std::string SandboxBridgeName(const std::string& sandbox);
+
 struct NetFence {
   std::string sandbox;    // a valid sandbox name: names the chains
   std::string interface;  // the host side of the sandbox's link (a bridge of ss's own, a veth)

@@ -644,11 +644,16 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
   }
 
+  // The sandbox's bridge may not have its address yet (Podman's appears with the container's
+  // first start, after the fence and ss-net must already be there): bind to it anyway.
+  using FreeBind = asio::detail::socket_option::boolean<IPPROTO_IP, IP_FREEBIND>;
+
   tcp::acceptor Listen(const tcp::endpoint& at, std::string_view what) {
     tcp::acceptor acceptor(io);
     std::error_code ec;
     acceptor.open(at.protocol(), ec);
     if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec && at.address().is_v4()) acceptor.set_option(FreeBind(true), ec);
     if (!ec) acceptor.bind(at, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
@@ -668,6 +673,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       udp::socket socket(io);
       std::error_code ec;
       socket.open(at.protocol(), ec);
+      if (!ec && at.address().is_v4()) socket.set_option(FreeBind(true), ec);
       if (!ec) socket.bind(at, ec);
       if (ec) {
         throw Error(kExitUnavailable, Cat("cannot listen for DNS on ", at.address().to_string(),

@@ -3,12 +3,12 @@
 # test's own at 198.51.100.2 with a web server on ports 80 and 8080, a UDP listener and a DNS
 # server for fake names). Allowed names work; as root inside, every other way out fails fast;
 # policy changes count without a restart; ss-net gone means no network until ss starts it again.
-# Backends that fence their sandboxes: Docker.
+# Runs once per backend (SS_E2E_BACKEND; Docker when run alone).
 
 load helpers
 
 setup_file() {
-  export SS_E2E_BACKEND=docker
+  export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
   e2e_sandbox_file eg
   FI_NS="ss-fi-$$"
   FI_IF="ssfi$$"
@@ -42,7 +42,7 @@ while True:
     open(sys.argv[1], "ab").write(data + b"\n")' "$W/udp.got" 3>&- &
   echo $! >>"$W/pids"
   export SS_NET_UPSTREAM_DNS=198.51.100.2
-  ss vm start --sandbox "$SANDBOX" --backend docker >&3 2>&1
+  ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
   ss net allow allowed.test --sandbox "$SANDBOX" >/dev/null
 }
 
