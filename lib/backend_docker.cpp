@@ -362,9 +362,14 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
     applied.network = n->name;
     applied.dns = n->gateway;
   }
-  Cli(ContainerCreateArgs(engine_.name, applied, ContainerImageRef(engine_.name, spec.image_id),
-                          HostRlimits(), PathExists("/dev/fuse")),
-      Cat("cannot create container '", spec.name, "'"), std::chrono::minutes(2));
+  try {
+    Cli(ContainerCreateArgs(engine_.name, applied, ContainerImageRef(engine_.name, spec.image_id),
+                            HostRlimits(), PathExists("/dev/fuse")),
+        Cat("cannot create container '", spec.name, "'"), std::chrono::minutes(2));
+  } catch (...) {
+    Run({engine_.client, "network", "rm", NetworkName(spec.name)});
+    throw;
+  }
   try {
     // The seed goes in as a tar stream of files only (no directory entries, so no mode of an
     // existing directory changes); it holds the host key: root, 0600.
@@ -386,6 +391,7 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
     // Never leave a half-made sandbox behind.
     Run({engine_.client, "rm", "--force", spec.name});
     Run({engine_.client, "volume", "rm", "--force", VolumeName(spec.name)});
+    Run({engine_.client, "network", "rm", NetworkName(spec.name)});
     RemoveViews(ContainerViewsDir(engine_.name, spec.name));
     throw;
   }

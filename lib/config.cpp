@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "fs.hpp"
 #include "host.hpp"
+#include "net_presets.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "size.hpp"
@@ -45,6 +46,8 @@ Json DefaultBackend() { return "auto"; }
 Json DefaultAgent() { return "claude --dangerously-skip-permissions"; }
 Json DefaultExclude() { return Json::array({"node_modules", ".git", "dist", "build"}); }
 Json DefaultEmptyList() { return Json::array(); }
+Json DefaultNetMode() { return "allowlist"; }
+Json DefaultNetPresets() { return Json::array({"agent", "packages", "github"}); }
 Json DefaultCdpPort() { return 9222; }
 Json DefaultShell() { return "bash"; }
 Json DefaultMode() { return "mount"; }
@@ -175,6 +178,49 @@ std::vector<KeySpec> BuildSchema() {
        "",
        DefaultEmptyList,
        ""});
+  // The egress policy (net_store.hpp): top level for every sandbox, sandboxes.NAME.network for
+  // one (each key falls back to the top level's).
+  auto add_network = [&](const std::string& prefix) {
+    bool top = prefix == "network";
+    std::string whose = top ? "sandboxes'" : "this sandbox's";
+    add({prefix + ".mode",
+         ValueType::kEnum,
+         Cat(whose, " network: allowlist (the presets and allow rules), open, none"),
+         {"allowlist", "open", "none"},
+         nullptr,
+         nullptr,
+         "",
+         top ? DefaultNetMode : nullptr,
+         ""});
+    add({prefix + ".presets",
+         ValueType::kStringList,
+         Cat("rule sets ", whose, " allowlist starts from (agent, packages, github)"),
+         {},
+         nullptr,
+         nullptr,
+         "",
+         top ? DefaultNetPresets : nullptr,
+         ""});
+    add({prefix + ".allow",
+         ValueType::kStringList,
+         Cat("more destinations ", whose, " network may reach (name, *.name, name:port, CIDR)"),
+         {},
+         nullptr,
+         nullptr,
+         "",
+         top ? DefaultEmptyList : nullptr,
+         ""});
+    add({prefix + ".deny",
+         ValueType::kStringList,
+         Cat("destinations ", whose, " network never reaches, whatever allows them"),
+         {},
+         nullptr,
+         nullptr,
+         "",
+         top ? DefaultEmptyList : nullptr,
+         ""});
+  };
+  add_network("network");
   add({"sandboxes.*.backend", ValueType::kEnum, "backend of this sandbox", kBackends, nullptr,
        nullptr, "", nullptr, ""});
   add({"sandboxes.*.cpus",
@@ -240,6 +286,7 @@ std::vector<KeySpec> BuildSchema() {
        "",
        nullptr,
        ""});
+  add_network("sandboxes.*.network");
   return s;
 }
 
@@ -850,9 +897,21 @@ std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
   }
   if (spec.type == ValueType::kStringList) {
     bool names = spec.key == "secrets" || spec.key == "sandboxes.*.secrets";
+    bool rules = spec.key.ends_with("network.allow") || spec.key.ends_with("network.deny");
+    bool presets = spec.key.ends_with("network.presets");
     for (const auto& item : value) {
       const std::string& s = item.get_ref<const std::string&>();
       if (s.empty()) return std::string("list items must not be empty");
+      if (rules) {
+        try {
+          ParseNetRule(s);
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      }
+      if (presets && !NetPresetRules(s, {})) {
+        return Cat(Quoted(s), " is not a preset; presets: ", Join(NetPresetNames(), ", "));
+      }
       if (names && !NameOf(s, "A-Za-z_", "A-Za-z0-9_", s.size())) {
         return Cat(Quoted(s),
                    " is not an environment variable name (letters, digits and '_', "
@@ -975,11 +1034,16 @@ std::vector<std::string> Config::List(std::string_view key) const {
 Json Config::SandboxValue(std::string_view sandbox, std::string_view field) const {
   std::string key = Cat("sandboxes.", sandbox, ".", field);
   if (FindKeySpec(key) && IsSet(key)) return Get(key);
-  static const std::map<std::string, std::string, std::less<>> fallback = {{"cpus", "vm.cpus"},
-                                                                           {"memory", "vm.memory"},
-                                                                           {"disk", "vm.disk"},
-                                                                           {"backend", "backend"},
-                                                                           {"secrets", "secrets"}};
+  static const std::map<std::string, std::string, std::less<>> fallback = {
+      {"cpus", "vm.cpus"},
+      {"memory", "vm.memory"},
+      {"disk", "vm.disk"},
+      {"backend", "backend"},
+      {"secrets", "secrets"},
+      {"network.mode", "network.mode"},
+      {"network.presets", "network.presets"},
+      {"network.allow", "network.allow"},
+      {"network.deny", "network.deny"}};
   auto it = fallback.find(field);
   if (it != fallback.end()) return Get(it->second);
   return FindKeySpec(key) ? Get(key) : Json();

@@ -107,6 +107,7 @@ EgressState GetEgressState(const std::string& sandbox) {
 }
 
 EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
+  WriteNetPolicy(sandbox);  // config.yaml's network may have changed since
   EgressState s;
   s.proxy = Cat("http://", link.gateway, ":", kSandboxProxyPort);
   s.pid = RunningPid(sandbox);

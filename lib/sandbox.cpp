@@ -591,13 +591,13 @@ std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::s
       backend_->Delete(name_);
     }
     // Its ss-net and fence go with it (the new machine gets its own before it boots); its
-    // network policy is the user's and stays.
+    // network policy's changes are the user's and stay.
     RemoveEgress(name_);
-    auto policy = ReadFileIfExists(NetPolicyPath(name_));
+    auto changes = ReadFileIfExists(NetChangesPath(name_));
     RemoveTree(Dir());
-    if (policy) {
+    if (changes) {
       MakeDirs(SandboxNetDir(name_), 0700);
-      AtomicWrite(NetPolicyPath(name_), *policy, 0600);
+      AtomicWrite(NetChangesPath(name_), *changes, 0600);
     }
   }
   return EnsureRunning(progress, timeout);

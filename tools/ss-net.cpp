@@ -245,8 +245,7 @@ int Serve(const Options& o) {
   NetServerOptions s;
   s.sandbox = o.sandbox;
   s.policy_file = o.policy.empty() ? NetPolicyPath(o.sandbox) : o.policy;
-  if (!PathExists(s.policy_file) && o.policy.empty())
-    SaveNetPolicy(o.sandbox, LoadNetPolicy(o.sandbox));
+  if (o.policy.empty()) WriteNetPolicy(o.sandbox);
   s.log_file = o.log.empty() ? NetLogPath(o.sandbox) : o.log;
   for (const auto& p : o.proxy)
     s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));
@@ -279,16 +278,6 @@ int Serve(const Options& o) {
   signal(SIGPIPE, SIG_IGN);
   io.run();
   return 0;
-}
-
-// Adds each rule to `to` (once) and removes it from `from`.
-void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const std::vector<NetRule>& rules) {
-  for (const NetRule& rule : rules) {
-    std::erase_if(from, [&](const NetRule& r) { return r.text == rule.text; });
-    if (std::none_of(to.begin(), to.end(), [&](const NetRule& r) { return r.text == rule.text; })) {
-      to.push_back(rule);
-    }
-  }
 }
 
 int Ls(const std::string& sandbox, const NetPolicy& policy, bool json) {
@@ -371,16 +360,13 @@ int Run(const Options& o) {
   }
   std::string sandbox = ResolveSandboxName(o.sandbox);
   if (o.verb == "log") return Log(sandbox, o.json, o.follow);
-  NetPolicy policy = LoadNetPolicy(sandbox);
-  if (o.verb == "ls") return Ls(sandbox, policy, o.json);
+  if (o.verb == "ls") return Ls(sandbox, LoadNetPolicy(sandbox), o.json);
   // What is asked is checked first (64, 65), then the sandbox: a change is for a sandbox this
   // install made, and a mistyped name must not pass for done (66).
-  std::vector<NetRule> rules;
   for (const std::string& text : o.verb == "mode" ? std::vector<std::string>{} : o.words) {
-    rules.push_back(ParseNetRule(text));
+    ParseNetRule(text);
   }
-  std::optional<NetMode> mode;
-  if (o.verb == "mode" && !(mode = ParseNetMode(o.words[0]))) {
+  if (o.verb == "mode" && !ParseNetMode(o.words[0])) {
     throw Error(kExitUsage, Cat("unknown mode ", Quoted(o.words[0])), {},
                 {"modes: allowlist, open, none"});
   }
@@ -390,11 +376,8 @@ int Run(const Options& o) {
                 {known.empty() ? std::string("create it: ss vm start --sandbox ") + sandbox
                                : Cat("sandboxes: ", Join(known, ", "))});
   }
-  if (o.verb == "allow") Move(policy.allow, policy.deny, rules);
-  if (o.verb == "deny") Move(policy.deny, policy.allow, rules);
-  if (mode) policy.mode = *mode;
-  SaveNetPolicy(sandbox, policy);
-  return Ls(sandbox, policy, false);
+  ChangeNetPolicy(sandbox, o.verb, o.words);
+  return Ls(sandbox, LoadNetPolicy(sandbox), false);
 }
 
 int Complete(const Args& words) {

@@ -57,7 +57,7 @@ write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
 }
 
 @test "an unknown key: exit 64, the valid keys and did-you-mean" {
-  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.secrets"
+  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, network.mode, network.presets, network.allow, network.deny, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.secrets, sandboxes.<name>.network.mode, sandboxes.<name>.network.presets, sandboxes.<name>.network.allow, sandboxes.<name>.network.deny"
   run --separate-stderr ss config set foo 1
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-config: error: unknown config key: foo
@@ -286,4 +286,22 @@ hint: edit $CFG, or see ss-config(5) for every key"
   run --separate-stderr ss config show
   assert_failure 78
   assert_equal "${stderr_lines[0]}" "ss-config: error: $CFG:2:10: secrets: '\$(id)' is not an environment variable name (letters, digits and '_', not starting with a digit)"
+}
+
+@test "network: rules and presets are checked where they are written, and a sandbox's keys fall back to the top level's" {
+  run --separate-stderr ss config set network.allow "example.com, *.bad*.com"
+  assert_equal "$status" 65
+  assert_equal "$stderr" "ss-config: error: invalid value for network.allow: invalid network rule '*.bad*.com': '*' only as the whole first label: *.example.com"
+  run --separate-stderr ss config set network.presets "agent, gitlab"
+  assert_equal "$status" 65
+  assert_equal "$stderr" "ss-config: error: invalid value for network.presets: 'gitlab' is not a preset; presets: agent, packages, github"
+  ss config set sandboxes.work.network.mode open
+  run ss config get sandboxes.work.network.mode
+  assert_output "open"
+  run ss config get network.presets
+  assert_output "$(printf 'agent\npackages\ngithub')"
+  printf 'network:\n  mode: everything\n' >"$CFG"
+  run --separate-stderr ss config get network.mode
+  assert_equal "$status" 78
+  [[ "$stderr" == *"config.yaml:2:9"* ]]
 }
