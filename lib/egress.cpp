@@ -95,6 +95,21 @@ nlohmann::json StartServer(const std::string& sandbox, const EgressLink& link,
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> SandboxProxyEnv(const std::string& sandbox) {
+  auto text = ReadFileIfExists(ServeRecord(sandbox));
+  if (!text) return {};
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  std::string url = j.is_object() ? j.value("sandbox_proxy", "") : "";
+  if (url.empty()) return {};
+  // Loopback and the private ranges are not sent to the proxy (a web server the agent runs, the
+  // sandbox's own containers); the fence decides about them as about any other address.
+  const std::string local =
+      "localhost,127.0.0.1,::1,.local,169.254.0.0/16,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16";
+  return {{"HTTP_PROXY", url},        {"HTTPS_PROXY", url}, {"http_proxy", url},
+          {"https_proxy", url},       {"NO_PROXY", local},  {"no_proxy", local},
+          {"NODE_USE_ENV_PROXY", "1"}};
+}
+
 bool EgressServerGone(const std::string& sandbox) {
   return PathExists(ServeRecord(sandbox)) && RunningPid(sandbox) == 0;
 }
@@ -139,8 +154,10 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
   }
   pid_t pid = ready["pid"].get<int>();
   ready.erase("pid");
-  AtomicWrite(ServeRecord(sandbox), nlohmann::json({{"pid", pid}, {"ready", ready}}).dump() + "\n",
-              0600);
+  AtomicWrite(
+      ServeRecord(sandbox),
+      nlohmann::json({{"pid", pid}, {"ready", ready}, {"sandbox_proxy", s.proxy}}).dump() + "\n",
+      0600);
   NetFence fence{sandbox,
                  link.interface,
                  link.gateway,

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ss {
 
@@ -28,6 +30,11 @@ struct EgressState {
 EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link);
 
 EgressState GetEgressState(const std::string& sandbox);
+
+// The environment that points a session's programs at the sandbox's proxy (HTTP(S)_PROXY and
+// their lower-case forms, NO_PROXY, NODE_USE_ENV_PROXY for Node's own fetch); empty for a
+// sandbox whose ss-net never ran. Programs that ignore it are intercepted all the same.
+std::vector<std::pair<std::string, std::string>> SandboxProxyEnv(const std::string& sandbox);
 
 // Whether the sandbox was fenced and its ss-net is gone (a check of a pid: cheap enough for
 // every command, which then restarts it through the backend).

@@ -23,6 +23,9 @@
 #include "working_copy.hpp"
 
 namespace ss {
+namespace {
+constexpr const char* kProxyEnvironmentComment = "# the sandbox's proxy (ss-net on the host):";
+}  // namespace
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
 
 namespace {
@@ -418,6 +421,7 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
       }
       if (conn) {
         CheckShared(*conn);
+        PointAtProxy(*conn);
         // Where it answered, for the quick path of the next command.
         AtomicWrite(Dir() + "/ssh.json",
                     DumpJson(Json{{"host", target.host}, {"port", target.port}}) + "\n", 0644);
@@ -504,6 +508,31 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     }
   }
   return WaitReady(progress, timeout);
+}
+
+// Every login in the sandbox (any shell: sshd reads /etc/environment through pam_env) gets the
+// variables that point programs at the sandbox's proxy. Programs that ignore them are
+// intercepted all the same; root inside may remove them and loses only the proxy's address.
+void Sandbox::PointAtProxy(SshConnection& conn) const {
+  auto env = SandboxProxyEnv(name_);
+  if (env.empty()) return;
+  ExecResult current = conn.Exec({"cat", "/etc/environment"});
+  std::string text;
+  for (const std::string& line : SplitLines(current.status == 0 ? current.out : "")) {
+    bool ours = std::any_of(env.begin(), env.end(),
+                            [&](const auto& kv) { return line.starts_with(kv.first + "="); });
+    if (!ours && line != kProxyEnvironmentComment) text += line + "\n";
+  }
+  text += Cat(kProxyEnvironmentComment, "\n");
+  for (const auto& [key, value] : env) text += Cat(key, "=", value, "\n");
+  if (current.status == 0 && current.out == text) return;
+  ExecOptions o;
+  o.input = text;
+  ExecResult wrote = conn.Exec({"sudo", "-n", "tee", "/etc/environment"}, o);
+  if (wrote.status != 0) {
+    Warn(Cat("could not point sandbox '", name_,
+             "' at its proxy in /etc/environment: ", Trim(wrote.err)));
+  }
 }
 
 // The sandbox's network goes through ss-net, which is started again if it is gone: every start

@@ -127,6 +127,8 @@ class Sandbox {
   std::string DeployForCreation() const;
   std::unique_ptr<SshConnection> WaitReady(Progress& progress, std::chrono::seconds timeout);
   // Throws ss::Error(69) unless the projects folder (and the deploy folder) are mounted.
+  // Writes where the sandbox's proxy is into its /etc/environment.
+  void PointAtProxy(SshConnection& conn) const;
   void CheckShared(SshConnection& conn) const;
   SshEndpoint EndpointAt(const SshTarget& target);
   void WriteRecord(const std::string& image_id, bool complete);

@@ -11,6 +11,7 @@
 #include "egress.hpp"
 #include "error.hpp"
 #include "menu.hpp"
+#include "net_store.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -212,7 +213,14 @@ class Session {
     return ShellSplit(config_.String("agent.command"), "agent.command in config.yaml");
   }
 
+  // config.yaml's network counts from the next session: the policy ss-net follows is written
+  // again when the file changed since (a fenced sandbox's only).
+  void RefreshNetPolicy() {
+    if (PathExists(NetPolicyPath(name_))) WriteNetPolicy(name_);
+  }
+
   int Interactive(std::vector<std::string> argv, const std::string& cwd) {
+    RefreshNetPolicy();
     InteractiveOptions io;
     io.argv = std::move(argv);
     io.cwd = cwd;
@@ -231,6 +239,7 @@ class Session {
     // The shared connection skips the start-up checks; the sandbox's network proxy is still
     // started again when it is gone.
     if (EgressServerGone(name_)) sandbox().KeepEgress();
+    RefreshNetPolicy();
     if (auto status = RunShared(name_, {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
     StartShareMaster(ExecutableDir() + "/ss-attach", name_);

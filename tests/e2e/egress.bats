@@ -31,7 +31,8 @@ setup_file() {
     echo $! >>"$W/pids"
   done
   ip netns exec "$FI_NS" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
-    "$W/dns.queries" allowed.test=198.51.100.2 evil.test=198.51.100.2 >"$W/dns" 2>&1 3>&- &
+    "$W/dns.queries" allowed.test=198.51.100.2 evil.test=198.51.100.2 \
+    config.test=198.51.100.2 >"$W/dns" 2>&1 3>&- &
   echo $! >>"$W/pids"
   ip netns exec "$FI_NS" python3 -c '
 import socket, sys
@@ -69,7 +70,10 @@ as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
 @test "egress: allowed names work, transparently and through the proxy; others are refused with the reason" {
   run in_sandbox curl -sS -m 10 http://allowed.test/
   assert_output "outside says hi"
+  # Through the proxy the sandbox's logins are pointed at: refused with the reason.
   run in_sandbox curl -sS -m 10 http://evil.test/
+  assert_output "ss-net: evil.test:80 is not in the allowlist of sandbox '$SANDBOX'; to allow it: ss net allow evil.test"
+  run in_sandbox env -u http_proxy -u HTTP_PROXY curl -sS -m 10 http://evil.test/
   assert_failure  # evil.test does not resolve
   run in_sandbox curl -s -m 10 --resolve evil.test:80:198.51.100.2 http://evil.test/
   assert_output "ss-net: evil.test:80 is not in the allowlist of sandbox '$SANDBOX'; to allow it: ss net allow evil.test"
@@ -80,6 +84,42 @@ as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
   assert_output --partial "evil.test:80"
   run ss net log --json --sandbox "$SANDBOX"
   echo "$output" | jq -e -s 'map(select(.verdict == "allow" and .destination == "allowed.test")) | length >= 1'
+}
+
+@test "egress: every login is pointed at the proxy; clients that honour it go through it" {
+  gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
+  run in_sandbox printenv HTTPS_PROXY
+  assert_output "http://$gateway:3128"
+  run in_sandbox printenv http_proxy NODE_USE_ENV_PROXY
+  assert_output "$(printf 'http://%s:3128\n1' "$gateway")"
+  # curl takes the proxy from the environment: the request reaches ss-net as a proxy request
+  # (not intercepted), and is logged as such.
+  run in_sandbox curl -sS -m 10 http://allowed.test/
+  assert_output "outside says hi"
+  # An https URL goes as a CONNECT (the server there speaks plain HTTP: the handshake fails,
+  # after the proxy let it through).
+  run in_sandbox curl -sS -m 10 https://allowed.test:8080/
+  run ss net log --json --sandbox "$SANDBOX"
+  echo "$output" | jq -e -s 'map(select(.kind == "http" and (.transparent // false) == false and .destination == "allowed.test" and .verdict == "allow")) | length >= 1'
+  echo "$output" | jq -e -s 'map(select(.kind == "connect" and .destination == "allowed.test" and .port == 8080)) | length >= 1'
+}
+
+@test "egress: config.yaml's network counts from the next session, on top of which ss net's changes stay" {
+  run in_sandbox curl -s -m 10 http://config.test/
+  assert_output --partial "is not in the allowlist"
+  ss config set "sandboxes.$SANDBOX.network.allow" config.test >/dev/null
+  run ss exec e2e-scratch -- true
+  run in_sandbox curl -sS -m 10 http://config.test/
+  assert_output "outside says hi"
+  run ss net ls --sandbox "$SANDBOX"
+  assert_line "  allow allowed.test"
+  assert_line "  allow config.test"
+  ss config set "sandboxes.$SANDBOX.network.presets" "" >/dev/null
+  ss exec e2e-scratch -- true
+  run ss net ls --sandbox "$SANDBOX" --json
+  echo "$output" | jq -e '.allow == ["config.test", "allowed.test"]'
+  ss config set "sandboxes.$SANDBOX.network.presets" "agent, packages, github" >/dev/null
+  ss config set "sandboxes.$SANDBOX.network.allow" "" >/dev/null
 }
 
 @test "egress: as root inside, nothing else gets out, and it fails fast" {
