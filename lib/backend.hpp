@@ -126,6 +126,9 @@ class Backend {
   // Where the sandbox's traffic reaches the host, for the fence and ss-net (egress.hpp); nothing
   // when this backend does not fence its sandboxes yet.
   virtual std::optional<EgressLink> Egress(const std::string& /*name*/) { return std::nullopt; }
+  // Why this backend, as configured here, cannot fence a new sandbox's network (a remote LXD,
+  // rootless Podman); empty when it can.
+  virtual std::string CannotFence() { return {}; }
 };
 
 // Throws ss::Error(66) "no snapshot 'S' of 'NAME'" unless `backend` has that snapshot.

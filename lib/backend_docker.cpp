@@ -534,6 +534,11 @@ std::optional<ContainerBackend::Network> ContainerBackend::AttachNetwork(const s
   return n;
 }
 
+std::string ContainerBackend::CannotFence() {
+  if (engine_.name == "docker" || ::geteuid() == 0) return {};
+  return "rootless Podman's traffic leaves as your own sockets, not through a bridge ss can fence";
+}
+
 std::optional<EgressLink> ContainerBackend::Egress(const std::string& name) {
   auto n = AttachNetwork(name, false);
   if (!n) return std::nullopt;

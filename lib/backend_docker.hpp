@@ -63,6 +63,7 @@ class ContainerBackend : public Backend {
   std::vector<Snapshot> Snapshots(const std::string& name) override;
   bool RemoveImageCopy(const std::string& image_id) override;
   std::optional<EgressLink> Egress(const std::string& name) override;
+  std::string CannotFence() override;
 
  private:
   // Runs the client; a daemon that does not answer is ss::Error(69) with the command that starts

@@ -418,6 +418,12 @@ std::string LxdBackend::AttachNetwork(const std::string& name) {
   return gateway;
 }
 
+std::string LxdBackend::CannotFence() {
+  if (remote_.empty()) return {};
+  return Cat("its traffic leaves from LXD remote '", remote_,
+             "', whose network ss does not control from here");
+}
+
 std::optional<EgressLink> LxdBackend::Egress(const std::string& name) {
   if (!remote_.empty()) return std::nullopt;
   std::string bridge = SandboxBridgeName(name);

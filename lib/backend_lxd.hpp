@@ -29,6 +29,7 @@ class LxdBackend : public Backend {
   std::vector<Snapshot> Snapshots(const std::string& name) override;
   bool RemoveImageCopy(const std::string& image_id) override;
   std::optional<EgressLink> Egress(const std::string& name) override;
+  std::string CannotFence() override;
 
  private:
   std::string Ref(const std::string& name) const;  // "remote:name" or "name"

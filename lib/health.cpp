@@ -26,7 +26,6 @@
 namespace ss {
 namespace {
 
-// The mirror the image comes from, over plain HTTP as apt uses it (no CA store needed).
 // The agent's own API: what the sandbox must reach, through its network policy.
 constexpr const char* kNetworkUrl = "https://api.anthropic.com/";
 
@@ -315,6 +314,30 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
   return checks;
 }
 
+// The egress policy new sandboxes get (config.yaml's network), and whether this host can fence
+// them: nftables, and root (directly, or through the rule ss vm setup gives the engine's group).
+CheckResult EgressCheck(const Config& config) {
+  std::string mode = config.String("network.mode");
+  std::vector<std::string> presets = config.List("network.presets");
+  std::string policy = Cat("new sandboxes: ", mode);
+  if (mode != "none") {
+    policy += Cat(" (", presets.empty() ? "no presets" : Join(presets, ", "), "; ",
+                  config.List("network.allow").size(), " more allowed, ",
+                  config.List("network.deny").size(), " denied)");
+  }
+  if (!FindInPath("nft")) {
+    return Warning("egress", Cat(policy, "; nftables is not installed, so none can be fenced"),
+                   "install it: sudo ss vm setup");
+  }
+  if (::geteuid() != 0 && !PathExists("/etc/sudoers.d/ss-net-docker") &&
+      !PathExists("/etc/sudoers.d/ss-net-lxd")) {
+    return Warning(
+        "egress", Cat(policy, "; fencing a sandbox needs root"),
+        "let your group fence its sandboxes: sudo ss vm setup --backend docker (or lxd)");
+  }
+  return Ok("egress", Cat(policy, "; fenced on the host (nftables, ss-net)"));
+}
+
 std::vector<CheckResult> Doctor(const Config& config) {
   std::vector<CheckResult> checks;
   checks.push_back(Ok("virtualization", Virtualization()));
@@ -336,6 +359,7 @@ std::vector<CheckResult> Doctor(const Config& config) {
     checks.push_back(b);
   }
   checks.push_back(DiskSpace());
+  checks.push_back(EgressCheck(config));
   checks.push_back(HostProgram("claude code", {"claude"},
                                "install it on the host for Claude in Chrome: "
                                "npm install -g @anthropic-ai/claude-code"));

@@ -219,8 +219,12 @@ int Status(const Options& o, const Config& config) {
                             policy.deny.size(), " denied (ss net ls)");
   if (state != SandboxState::kNotExists) {
     if (!fencing) {
-      network =
-          Cat("open: the ", sandbox.backend_name(), " backend does not fence its sandboxes yet");
+      std::string why = sandbox.backend().CannotFence();
+      network = Cat("open, not fenced: ",
+                    why.empty() ? Cat("made before ", sandbox.backend_name(),
+                                      " sandboxes had a network of their own (ss vm reset "
+                                      "fences it)")
+                                : why);
     } else if (!egress.fenced) {
       network += "; not fenced yet (it is with the next start)";
     } else if (!egress.pid) {

