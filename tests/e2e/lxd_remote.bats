@@ -49,9 +49,10 @@ setup() {
   # The remote's network is not the host's to fence: refused until its policy is open.
   run --separate-stderr ss vm start --backend lxd
   assert_equal "$status" 69
-  assert_equal "${stderr_lines[0]}" "ss-vm: error: the network of sandbox '$SANDBOX' cannot be fenced: its traffic leaves from LXD remote 'ssremote', whose network ss does not control from here"
+  assert_equal "${stderr_lines[1]}" "ss-vm: error: the network of sandbox '$SANDBOX' cannot be fenced: its traffic leaves from LXD remote 'ssremote', whose network ss does not control from here"
+  assert_equal "${stderr_lines[2]}" "hint: to make it with an open network: ss config set sandboxes.$SANDBOX.network.mode open"
   run lxc list ssremote: --format csv -c n
-  refute_line "$SANDBOX"
+  refute_output --partial "$SANDBOX"
   ss config set "sandboxes.$SANDBOX.network.mode" open >/dev/null
   run ss vm start --backend lxd
   assert_success
