@@ -6,6 +6,7 @@
 #include "image.hpp"
 #include "net_presets.hpp"
 #include "sandbox.hpp"
+#include "ssh_command.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -47,6 +48,26 @@ NetPolicy LoadNetPolicy(const std::string& sandbox) {
   auto text = ReadFileIfExists(NetPolicyPath(sandbox));
   if (!text) return DefaultNetPolicy(PresetContext(sandbox));
   return NetPolicyFromJson(*text);
+}
+
+std::vector<std::pair<std::string, std::string>> ApplyNetInjections(
+    const std::string& sandbox, std::vector<NetInjection> wanted) {
+  MakeDirs(SandboxNetDir(sandbox), 0700);
+  FileLock lock(SandboxNetDir(sandbox) + "/.inject.lock");
+  NetPolicy policy = LoadNetPolicy(sandbox);
+  std::string before = PathExists(NetPolicyPath(sandbox)) ? NetPolicyToJson(policy) : "";
+  std::vector<std::pair<std::string, std::string>> out;
+  for (NetInjection& w : wanted) {
+    w.placeholder.clear();
+    for (const NetInjection& had : policy.inject) {
+      if (had.secret == w.secret) w.placeholder = had.placeholder;
+    }
+    if (w.placeholder.empty()) w.placeholder = Cat("ss-placeholder-", RandomNonce(), RandomNonce());
+    out.emplace_back(w.secret, w.placeholder);
+  }
+  policy.inject = std::move(wanted);
+  if (NetPolicyToJson(policy) != before) SaveNetPolicy(sandbox, policy);
+  return out;
 }
 
 void SaveNetPolicy(const std::string& sandbox, const NetPolicy& policy) {

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "net_policy.hpp"
 
@@ -20,5 +22,12 @@ std::string NetLogPath(const std::string& sandbox);
 // (allowlist: the agent, packages and github presets, packages from its image's record).
 NetPolicy LoadNetPolicy(const std::string& sandbox);
 void SaveNetPolicy(const std::string& sandbox, const NetPolicy& policy);
+
+// Makes the sandbox's injection rules `wanted` (their placeholders ignored): each secret keeps
+// the placeholder it has in the stored policy, or gets a new one (ss-placeholder- and 32 random
+// hex digits), so the sandbox sees the same placeholder in every session. Saves the policy when
+// it changed (a running ss-net follows) and returns {secret, placeholder} for each.
+std::vector<std::pair<std::string, std::string>> ApplyNetInjections(
+    const std::string& sandbox, std::vector<NetInjection> wanted);
 
 }  // namespace ss
