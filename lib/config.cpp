@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "fs.hpp"
 #include "host.hpp"
+#include "net_policy.hpp"
 #include "net_presets.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -171,7 +172,8 @@ std::vector<KeySpec> BuildSchema() {
        ""});
   add({"secrets",
        ValueType::kStringList,
-       "host variables passed into sessions",
+       "host variables passed into sessions (or a map: NAME: {inject: [hosts], from: ...}, see "
+       "ss-config(5))",
        {},
        nullptr,
        nullptr,
@@ -279,7 +281,7 @@ std::vector<KeySpec> BuildSchema() {
        ""});
   add({"sandboxes.*.secrets",
        ValueType::kStringList,
-       "host variables passed into this sandbox",
+       "host variables passed into this sandbox (or a map, as secrets)",
        {},
        nullptr,
        nullptr,
@@ -456,6 +458,83 @@ void CheckStrict(const YAML::Node& node, const std::string& file, const std::str
   }
 }
 
+// `secrets` written as a map: NAME: (nothing) passes the variable in as the list form does;
+// NAME: {inject: [hosts], from: {env: VAR} | {file: PATH} | {command: [argv]}} gives the sandbox a
+// placeholder that ss-net replaces with the value (read on the host, from $NAME by default) in
+// requests to those hosts. Returns the names, and the injections as {NAME: {inject, from}}.
+std::pair<Json, Json> ConvertSecretsMap(const std::string& key, const YAML::Node& node,
+                                        const std::string& file) {
+  Json names = Json::array(), inject = Json::object();
+  auto scalar_list = [&](const YAML::Node& n, const std::string& what) {
+    if (!n.IsSequence() || n.size() == 0) {
+      FileError(file, n.Mark(), Cat(what, ": expected a list of strings"));
+    }
+    Json out = Json::array();
+    for (const auto& item : n) {
+      if (!item.IsScalar()) FileError(file, item.Mark(), Cat(what, ": list items must be strings"));
+      out.push_back(item.Scalar());
+    }
+    return out;
+  };
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node name_node = it->first;
+    const YAML::Node spec = it->second;
+    std::string name = name_node.IsScalar() ? name_node.Scalar() : std::string();
+    if (!NameOf(name, "A-Za-z_", "A-Za-z0-9_", name.size())) {
+      FileError(file, name_node.Mark(),
+                Cat(key, ": ", Quoted(name),
+                    " is not an environment variable name (letters, digits and '_', "
+                    "not starting with a digit)"));
+    }
+    names.push_back(name);
+    if (spec.IsNull()) continue;
+    std::string where = Cat(key, ".", name);
+    if (!spec.IsMap()) FileError(file, spec.Mark(), Cat(where, ": expected inject: and from:"));
+    Json entry = {{"from", {{"env", name}}}};
+    for (auto f = spec.begin(); f != spec.end(); ++f) {
+      std::string field = f->first.Scalar();
+      const YAML::Node value = f->second;
+      if (field == "inject") {
+        entry["inject"] = scalar_list(value, Cat(where, ".inject"));
+        for (const auto& host : entry["inject"]) {
+          const std::string& h = host.get_ref<const std::string&>();
+          if (NormaliseHostName(h) != ToLower(h) || ParseIpAddress(h)) {
+            FileError(file, value.Mark(),
+                      Cat(where, ".inject: ", Quoted(h), " is not a host name (exact names only)"));
+          }
+        }
+      } else if (field == "from") {
+        if (!value.IsMap() || value.size() != 1) {
+          FileError(file, value.Mark(),
+                    Cat(where, ".from: expected one of env: NAME, file: PATH, command: [ARGV]"));
+        }
+        std::string kind = value.begin()->first.Scalar();
+        const YAML::Node v = value.begin()->second;
+        if (kind == "env" && v.IsScalar() && NameOf(v.Scalar(), "A-Za-z_", "A-Za-z0-9_", 255)) {
+          entry["from"] = {{"env", v.Scalar()}};
+        } else if (kind == "file" && v.IsScalar() && v.Scalar().starts_with("/")) {
+          entry["from"] = {{"file", v.Scalar()}};
+        } else if (kind == "command") {
+          entry["from"] = {{"command", scalar_list(v, Cat(where, ".from.command"))}};
+        } else {
+          FileError(file, value.Mark(),
+                    Cat(where,
+                        ".from: expected env: NAME, file: ABSOLUTE-PATH or "
+                        "command: [PROGRAM, ARGS...]"));
+        }
+      } else {
+        FileError(file, f->first.Mark(),
+                  Cat("unknown key '", where, ".", field, "'; a secret has inject: and from:"));
+      }
+    }
+    if (!entry.contains("inject")) {
+      FileError(file, spec.Mark(), Cat(where, ": from: is for injected secrets (inject: [hosts])"));
+    }
+    inject[name] = entry;
+  }
+  return {names, inject};
+}
+
 void Walk(const YAML::Node& node, const std::string& prefix, const std::string& file,
           const std::string& text, std::map<std::string, Json>& out) {
   std::set<std::string> seen;
@@ -478,6 +557,13 @@ void Walk(const YAML::Node& node, const std::string& prefix, const std::string& 
       FileError(file, key_node.Mark(),
                 Cat("invalid sandbox name in '", path,
                     "': use lowercase letters, numbers and hyphens, starting with a letter"));
+    }
+    if (spec && (spec->key == "secrets" || spec->key == "sandboxes.*.secrets") &&
+        it->second.IsMap()) {
+      auto [names, inject] = ConvertSecretsMap(path, it->second, file);
+      out[path] = names;
+      if (!inject.empty()) out[path + "#inject"] = inject;
+      continue;
     }
     if (spec) {
       out[path] = ConvertNode(*spec, path, key_node, it->second, file, text);
@@ -1047,6 +1133,12 @@ Json Config::SandboxValue(std::string_view sandbox, std::string_view field) cons
   auto it = fallback.find(field);
   if (it != fallback.end()) return Get(it->second);
   return FindKeySpec(key) ? Get(key) : Json();
+}
+
+Json Config::SecretInjections(std::string_view sandbox) const {
+  std::string key = Cat("sandboxes.", sandbox, ".secrets");
+  auto it = values_.find(Cat(IsSet(key) ? key : std::string("secrets"), "#inject"));
+  return it == values_.end() ? Json::object() : it->second;
 }
 
 std::vector<std::string> Config::SandboxNames() const {

@@ -80,6 +80,9 @@ class Config {
   // (cpus/memory/disk → vm.*, backend → backend).
   Json SandboxValue(std::string_view sandbox, std::string_view field) const;
   std::vector<std::string> SandboxNames() const;
+  // The secrets ss-net injects for `sandbox` instead of passing them in (`secrets` written as a
+  // map with inject:): {NAME: {"inject": [hosts], "from": {"env"|"file"|"command": ...}}}.
+  Json SecretInjections(std::string_view sandbox) const;
 
   // Checks for updates unless updates.check is false or SS_NO_UPDATE is set.
   bool UpdatesEnabled() const;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
@@ -182,7 +183,104 @@ std::string NetPolicyToJson(const NetPolicy& policy) {
                       {"deny", nlohmann::json::array()}};
   for (const NetRule& r : policy.allow) j["allow"].push_back(r.text);
   for (const NetRule& r : policy.deny) j["deny"].push_back(r.text);
+  for (const NetInjection& i : policy.inject) {
+    nlohmann::json from;
+    switch (i.from.kind) {
+      case NetSecretSource::kEnv:
+        from["env"] = i.from.env;
+        break;
+      case NetSecretSource::kFile:
+        from["file"] = i.from.file;
+        break;
+      case NetSecretSource::kCommand:
+        from["command"] = i.from.command;
+        break;
+    }
+    nlohmann::json rule = {
+        {"secret", i.secret}, {"placeholder", i.placeholder}, {"hosts", i.hosts}, {"from", from}};
+    j["inject"].push_back(rule);
+  }
   return j.dump(2) + "\n";
+}
+
+namespace {
+
+bool IsEnvName(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// A placeholder is searched for in header values: long enough never to occur by chance, and
+// made of characters a header value carries unchanged.
+bool IsPlaceholder(std::string_view s) {
+  if (s.size() < 16 || s.size() > 200) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+NetInjection ParseInjection(const nlohmann::json& j, const std::function<Error(std::string)>& bad) {
+  if (!j.is_object()) throw bad("\"inject\" holds an entry that is not an object");
+  NetInjection i;
+  auto text = [&](const char* key) -> std::string {
+    if (!j.contains(key) || !j[key].is_string())
+      throw bad(Cat("an injection has no \"", key, "\""));
+    return j[key].get<std::string>();
+  };
+  i.secret = text("secret");
+  if (!IsEnvName(i.secret)) throw bad(Cat(Quoted(i.secret), " is not a secret's name"));
+  i.placeholder = text("placeholder");
+  if (!IsPlaceholder(i.placeholder)) {
+    throw bad(Cat("the placeholder of ", i.secret,
+                  " must be 16 to 200 letters, digits, '_', '-' or '.'"));
+  }
+  if (!j.contains("hosts") || !j["hosts"].is_array() || j["hosts"].empty()) {
+    throw bad(Cat("the injection of ", i.secret, " needs \"hosts\", a list of names"));
+  }
+  for (const auto& h : j["hosts"]) {
+    auto name = h.is_string() ? NormaliseHostName(h.get<std::string>()) : std::nullopt;
+    if (!name || ParseIpAddress(*name)) {
+      throw bad(Cat("the injection of ", i.secret, " names a host that is not a host name"));
+    }
+    i.hosts.push_back(*name);
+  }
+  if (!j.contains("from") || !j["from"].is_object() || j["from"].size() != 1) {
+    throw bad(Cat("the injection of ", i.secret,
+                  " needs \"from\" with one of \"env\", \"file\", \"command\""));
+  }
+  const auto& from = j["from"];
+  if (from.contains("env") && from["env"].is_string() &&
+      IsEnvName(from["env"].get<std::string>())) {
+    i.from.kind = NetSecretSource::kEnv;
+    i.from.env = from["env"].get<std::string>();
+  } else if (from.contains("file") && from["file"].is_string() &&
+             from["file"].get<std::string>().starts_with("/")) {
+    i.from.kind = NetSecretSource::kFile;
+    i.from.file = from["file"].get<std::string>();
+  } else if (from.contains("command") && from["command"].is_array() && !from["command"].empty() &&
+             std::all_of(from["command"].begin(), from["command"].end(),
+                         [](const nlohmann::json& w) { return w.is_string(); })) {
+    i.from.kind = NetSecretSource::kCommand;
+    for (const auto& w : from["command"]) i.from.command.push_back(w.get<std::string>());
+  } else {
+    throw bad(Cat("the injection of ", i.secret,
+                  ": \"from\" is {\"env\": NAME}, {\"file\": ABSOLUTE-PATH} or "
+                  "{\"command\": [PROGRAM, ARGS...]}"));
+  }
+  return i;
+}
+
+}  // namespace
+
+std::vector<const NetInjection*> InjectionsFor(const NetPolicy& policy, std::string_view host) {
+  std::vector<const NetInjection*> out;
+  for (const NetInjection& i : policy.inject) {
+    if (std::find(i.hosts.begin(), i.hosts.end(), host) != i.hosts.end()) out.push_back(&i);
+  }
+  return out;
 }
 
 NetPolicy NetPolicyFromJson(std::string_view text) {
@@ -203,6 +301,19 @@ NetPolicy NetPolicyFromJson(std::string_view text) {
       if (!rule.is_string()) throw bad(Cat("\"", key, "\" holds a rule that is not a string"));
       (std::string_view(key) == "allow" ? policy.allow : policy.deny)
           .push_back(ParseNetRule(rule.get<std::string>()));
+    }
+  }
+  if (j.contains("inject")) {
+    if (!j["inject"].is_array()) throw bad("\"inject\" must be a list");
+    std::function<Error(std::string)> why = bad;
+    for (const auto& entry : j["inject"]) policy.inject.push_back(ParseInjection(entry, why));
+    // One placeholder, one secret: none may hold another (the replacement would be ambiguous).
+    for (const NetInjection& a : policy.inject) {
+      for (const NetInjection& b : policy.inject) {
+        if (&a != &b && a.placeholder.find(b.placeholder) != std::string::npos) {
+          throw bad(Cat("the placeholders of ", a.secret, " and ", b.secret, " overlap"));
+        }
+      }
     }
   }
   return policy;

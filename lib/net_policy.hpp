@@ -49,11 +49,34 @@ NetRule ParseNetRule(std::string_view text);
 // (labels of 1-63 letters, digits, '-' or '_', 253 characters at most).
 std::optional<std::string> NormaliseHostName(std::string_view host);
 
+// Where the real value of an injected secret is read, on the host, each time it is needed (a
+// command's output is kept for a minute): never from the policy file itself.
+struct NetSecretSource {
+  enum Kind { kEnv, kFile, kCommand } kind = kEnv;
+  std::string env;                   // kEnv: the variable of ss-net's environment
+  std::string file;                  // kFile: an absolute path
+  std::vector<std::string> command;  // kCommand: argv, run without a shell
+};
+
+// A secret the sandbox holds only as a placeholder: for connections to `hosts` (exact names)
+// ss-net terminates TLS and puts the real value in place of the placeholder in request headers;
+// the placeholder sent anywhere else is refused.
+struct NetInjection {
+  std::string secret;       // its name, for messages and the log ("ANTHROPIC_API_KEY")
+  std::string placeholder;  // what the sandbox holds instead of the value
+  std::vector<std::string> hosts;
+  NetSecretSource from;
+};
+
 struct NetPolicy {
   NetMode mode = NetMode::kAllowlist;
   std::vector<NetRule> allow;
   std::vector<NetRule> deny;
+  std::vector<NetInjection> inject;
 };
+
+// The injections for connections to `host` (a normalised name), in policy order.
+std::vector<const NetInjection*> InjectionsFor(const NetPolicy& policy, std::string_view host);
 
 struct NetVerdict {
   bool allowed = false;
@@ -61,7 +84,9 @@ struct NetVerdict {
 };
 
 // The policy as ss-net reads it from its policy file: {"mode": "allowlist", "allow": [rules],
-// "deny": [rules]}. NetPolicyFromJson throws ss::Error (65) naming what is wrong.
+// "deny": [rules], "inject": [{"secret": NAME, "placeholder": TEXT, "hosts": [names],
+// "from": {"env": NAME} | {"file": PATH} | {"command": [argv]}}]} ("inject" only when there are
+// injections). NetPolicyFromJson throws ss::Error (65) naming what is wrong.
 std::string NetPolicyToJson(const NetPolicy& policy);
 NetPolicy NetPolicyFromJson(std::string_view text);
 

@@ -42,18 +42,4 @@ std::optional<std::vector<NetRule>> NetPresetRules(std::string_view name,
   return out;
 }
 
-NetPolicy DefaultNetPolicy(const NetPresetContext& context) {
-  NetPolicy policy;
-  policy.mode = NetMode::kAllowlist;
-  for (const std::string& name : NetPresetNames()) {
-    std::vector<NetRule> rules = NetPresetRules(name, context).value();
-    for (NetRule& rule : rules) {
-      bool seen = false;
-      for (const NetRule& r : policy.allow) seen = seen || r.text == rule.text;
-      if (!seen) policy.allow.push_back(std::move(rule));
-    }
-  }
-  return policy;
-}
-
 }  // namespace ss

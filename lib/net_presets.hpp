@@ -31,7 +31,4 @@ std::optional<std::vector<NetRule>> NetPresetRules(std::string_view name,
 // URL names one; nothing when it is not a URL with a host.
 std::optional<std::string> UrlHost(std::string_view url);
 
-// A new sandbox's policy: allowlist, with the agent, packages and github presets.
-NetPolicy DefaultNetPolicy(const NetPresetContext& context);
-
 }  // namespace ss

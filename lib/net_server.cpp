@@ -17,7 +17,9 @@
 #include <asio/connect.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
+#include <asio/post.hpp>
 #include <asio/read.hpp>
+#include <asio/ssl.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
@@ -31,7 +33,10 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "http_head.hpp"
+#include "http_inject.hpp"
+#include "net_ca.hpp"
 #include "net_policy.hpp"
+#include "net_secrets.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
 #include "tls_hello.hpp"
@@ -101,6 +106,179 @@ class PolicyFile {
   std::string stamp_;
   NetPolicy policy_;
 };
+
+// The client's connection as TLS sees it: the bytes ss-net already read from it to decide (the
+// transparent proxy's ClientHello) come first, then the socket's.
+class PrefixedSocket {
+ public:
+  using executor_type = tcp::socket::executor_type;
+  using lowest_layer_type = tcp::socket::lowest_layer_type;
+
+  PrefixedSocket(tcp::socket& socket, std::string prefix)
+      : socket_(socket), prefix_(std::move(prefix)) {}
+
+  executor_type get_executor() { return socket_.get_executor(); }
+  lowest_layer_type& lowest_layer() { return socket_.lowest_layer(); }
+  const lowest_layer_type& lowest_layer() const { return socket_.lowest_layer(); }
+
+  template <typename Buffers, typename Token>
+  auto async_read_some(const Buffers& buffers, Token&& token) {
+    return asio::async_initiate<Token, void(std::error_code, size_t)>(
+        [this](auto handler, const Buffers& buffers) {
+          if (prefix_.empty()) {
+            socket_.async_read_some(buffers, std::move(handler));
+            return;
+          }
+          size_t n = asio::buffer_copy(buffers, asio::buffer(prefix_));
+          prefix_.erase(0, n);
+          asio::post(socket_.get_executor(), [handler = std::move(handler), n]() mutable {
+            std::move(handler)(std::error_code(), n);
+          });
+        },
+        token, buffers);
+  }
+
+  template <typename Buffers, typename Token>
+  auto async_write_some(const Buffers& buffers, Token&& token) {
+    return socket_.async_write_some(buffers, std::forward<Token>(token));
+  }
+
+ private:
+  tcp::socket& socket_;
+  std::string prefix_;
+};
+
+// A stream read into a buffer: what the injection relay parses heads and bodies from.
+template <typename Stream>
+struct Buffered {
+  Stream& stream;
+  std::string data;
+
+  // False at the end of the stream (or when it broke).
+  awaitable<bool> More() {
+    std::vector<char> chunk(kPumpBuffer);
+    try {
+      size_t n = co_await stream.async_read_some(asio::buffer(chunk), use_awaitable);
+      data.append(chunk.data(), n);
+      co_return true;
+    } catch (const std::system_error&) {
+      co_return false;
+    }
+  }
+
+  // The length of the head at the start, 0 at the end of the stream, -1 when it is too large.
+  awaitable<long> Head() {
+    for (;;) {
+      // Blank lines before a request are allowed (RFC 9112 section 2.2).
+      while (data.starts_with("\r\n")) data.erase(0, 2);
+      size_t n = HttpHeadLength(std::string_view(data).substr(0, kMaxHttpHead));
+      if (n) co_return static_cast<long>(n);
+      if (data.size() >= kMaxHttpHead) co_return -1;
+      if (!co_await More()) co_return 0;
+    }
+  }
+};
+
+template <typename Stream>
+awaitable<void> WriteAll(Stream& stream, std::string_view bytes) {
+  co_await asio::async_write(stream, asio::buffer(bytes.data(), bytes.size()), use_awaitable);
+}
+
+// Copies a body, as it is framed, from `from` to `to`; false when it ended early or broke.
+template <typename From, typename To>
+awaitable<bool> CopyBody(Buffered<From>& from, To& to, BodyFraming framing, uint64_t& count) {
+  if (framing.kind == BodyFraming::kNone) co_return true;
+  ChunkedScanner chunks;
+  uint64_t remaining = framing.length;
+  for (;;) {
+    if (framing.kind == BodyFraming::kLength && remaining == 0) co_return true;
+    if (from.data.empty() && !co_await from.More()) {
+      co_return framing.kind == BodyFraming::kUntilClose;
+    }
+    size_t n = from.data.size();
+    if (framing.kind == BodyFraming::kLength)
+      n = static_cast<size_t>(std::min<uint64_t>(n, remaining));
+    if (framing.kind == BodyFraming::kChunked) n = chunks.Feed(from.data);
+    co_await WriteAll(to, std::string_view(from.data).substr(0, n));
+    from.data.erase(0, n);
+    count += n;
+    remaining -= framing.kind == BodyFraming::kLength ? n : 0;
+    if (chunks.error()) co_return false;
+    if (chunks.done()) co_return true;
+  }
+}
+
+// Copies one way until either side ends (an upgraded connection).
+template <typename From, typename To>
+awaitable<void> Copy(From& from, To& to, uint64_t& count) {
+  std::vector<char> data(kPumpBuffer);
+  try {
+    for (;;) {
+      size_t n = co_await from.async_read_some(asio::buffer(data), use_awaitable);
+      co_await asio::async_write(to, asio::buffer(data.data(), n), use_awaitable);
+      count += n;
+    }
+  } catch (const std::system_error&) {
+  }
+}
+
+std::string_view StatusLine(int code) {
+  switch (code) {
+    case 400:
+      return "400 Bad Request";
+    case 403:
+      return "403 Forbidden";
+    case 431:
+      return "431 Request Header Fields Too Large";
+    default:
+      return "502 Bad Gateway";
+  }
+}
+
+// A refusal inside TLS: one line saying why, then the connection ends.
+template <typename Stream>
+awaitable<void> TlsRefuse(Stream& stream, int code, const std::string& reason) {
+  std::string body = Cat("ss-net: ", reason, "\n");
+  std::string response =
+      Cat("HTTP/1.1 ", StatusLine(code),
+          "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ", body.size(),
+          "\r\nConnection: close\r\n\r\n", body);
+  try {
+    co_await WriteAll(stream, response);
+    // What the client sent and ss-net did not read is read now, until the client closes (for
+    // two seconds at most): closing with unread bytes would reset the connection, and the
+    // client could lose the answer.
+    std::error_code ignored;
+    stream.lowest_layer().shutdown(tcp::socket::shutdown_send, ignored);
+    Watchdog<tcp::socket::lowest_layer_type> watchdog(stream.lowest_layer(),
+                                                      std::chrono::seconds(2));
+    std::vector<char> sink(4096);
+    for (;;) co_await stream.async_read_some(asio::buffer(sink), use_awaitable);
+  } catch (const std::system_error&) {
+  }
+}
+
+// ALPN: HTTP/1.1 only, the one protocol the injection relay reads (a client offering only h2
+// gets no ALPN answer and, if it insists on h2, a refusal of its first request).
+int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_length,
+                 const unsigned char* in, unsigned int in_length, void*) {
+  static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, out_length, kHttp11, sizeof kHttp11, in, in_length) ==
+      OPENSSL_NPN_NEGOTIATED) {
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+bool HasToken(const std::optional<std::string>& value, std::string_view token) {
+  if (!value) return false;
+  for (const std::string& t : Split(*value, ',')) {
+    if (ToLower(Trim(t)) == token) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -344,11 +522,10 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     co_return true;
   }
 
-  // Decides, connects, and splices; a denial or a failure is answered by `refuse` instead.
-  // `initial` is sent upstream first.
+  // Decides and connects; a denial or a failure is logged and answered by `refuse` instead.
   template <typename Refuse>
-  awaitable<void> Pass(tcp::socket& client, nlohmann::json event, const std::string& host, int port,
-                       std::string initial, std::string established, Refuse refuse) {
+  awaitable<std::optional<tcp::socket>> Open(nlohmann::json& event, const std::string& host,
+                                             int port, Refuse refuse) {
     event["destination"] = host;
     event["port"] = port;
     NetVerdict v = Decide(policy.Current(), host, port);
@@ -364,7 +541,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       event["reason"] = DenyReason(host, port, v, up.address);
       Log(event);
       co_await refuse(403, event["reason"].get<std::string>());
-      co_return;
+      co_return std::nullopt;
     }
     event["rule"] = v.rule;
     if (!up.socket) {
@@ -372,24 +549,300 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       event["reason"] = up.error;
       Log(event);
       co_await refuse(502, up.error);
-      co_return;
+      co_return std::nullopt;
     }
     event["verdict"] = "allow";
     event["address"] = up.address;
+    co_return std::move(up.socket);
+  }
+
+  // Decides, connects, and splices; a denial or a failure is answered by `refuse` instead.
+  // `initial` is sent upstream first.
+  template <typename Refuse>
+  awaitable<void> Pass(tcp::socket& client, nlohmann::json event, const std::string& host, int port,
+                       std::string initial, std::string established, Refuse refuse) {
+    std::optional<tcp::socket> upstream = co_await Open(event, host, port, refuse);
+    if (!upstream) co_return;
     uint64_t out = 0, in = 0;
     try {
       if (!established.empty()) {
         co_await asio::async_write(client, asio::buffer(established), use_awaitable);
       }
       if (!initial.empty()) {
-        co_await asio::async_write(*up.socket, asio::buffer(initial), use_awaitable);
+        co_await asio::async_write(*upstream, asio::buffer(initial), use_awaitable);
         out += initial.size();
       }
-      co_await Splice(client, *up.socket, out, in);
+      co_await Splice(client, *upstream, out, in);
     } catch (const std::system_error&) {
     }
     event["bytes_out"] = out;
     event["bytes_in"] = in;
+    Log(event);
+  }
+
+  // A placeholder on its way out in clear (plain HTTP): refused wherever it goes, since the real
+  // value is put in only over TLS to the hosts declared for it. True when refused.
+  template <typename Refuse>
+  awaitable<bool> RefusePlaceholder(std::string_view head, nlohmann::json event,
+                                    const std::string& host, int port, Refuse refuse) {
+    const NetPolicy& current = policy.Current();
+    const NetInjection* i = FindPlaceholder(current, head);
+    if (!i) co_return false;
+    std::string reason =
+        Cat("the placeholder of secret ", i->secret, " is sent to ", host,
+            " in plain HTTP; it is replaced only over HTTPS to ", Join(i->hosts, ", "));
+    event["destination"] = host;
+    event["port"] = port;
+    event["verdict"] = "deny";
+    event["rule"] = "placeholder";
+    event["secret"] = i->secret;
+    event["reason"] = reason;
+    Log(event);
+    co_await refuse(403, reason);
+    co_return true;
+  }
+
+  // ----- credential injection -----
+
+  std::optional<NetCa> ca;
+  SecretReader secrets;
+  std::unique_ptr<asio::ssl::context> upstream_tls;
+  std::map<std::string,
+           std::pair<std::shared_ptr<const NetLeaf>, std::shared_ptr<asio::ssl::context>>>
+      leaf_tls;
+
+  // The TLS context that presents `host`'s leaf, or nullptr with `why` set.
+  std::shared_ptr<asio::ssl::context> ServerTls(const std::string& host, std::string& why) {
+    try {
+      if (!ca) ca.emplace(NetCa::LoadOrCreate(options.ca_dir));
+      auto leaf = ca->LeafFor(host);
+      auto& slot = leaf_tls[host];
+      if (slot.first != leaf) {
+        auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+        SSL_CTX* c = context->native_handle();
+        SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+        if (SSL_CTX_use_certificate(c, leaf->cert.get()) != 1 ||
+            SSL_CTX_use_PrivateKey(c, leaf->key.get()) != 1 ||
+            SSL_CTX_add1_chain_cert(c, ca->cert()) != 1) {
+          why = Cat("cannot present a certificate for ", host);
+          return nullptr;
+        }
+        SSL_CTX_set_alpn_select_cb(c, SelectHttp11, nullptr);
+        slot = {leaf, context};
+      }
+      return slot.second;
+    } catch (const Error& e) {
+      why = Cat("cannot present a certificate for ", host, ": ", e.what());
+      return nullptr;
+    }
+  }
+
+  // Upstream: the host's certificate is verified against the host's trusted roots (OpenSSL's
+  // default paths; SSL_CERT_FILE and SSL_CERT_DIR count), and its name checked.
+  asio::ssl::context& UpstreamTls() {
+    if (!upstream_tls) {
+      upstream_tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+      upstream_tls->set_default_verify_paths();
+      upstream_tls->set_verify_mode(asio::ssl::verify_peer);
+      SSL_CTX_set_min_proto_version(upstream_tls->native_handle(), TLS1_2_VERSION);
+    }
+    return *upstream_tls;
+  }
+
+  // A connection to a host a secret is injected for: decided like any other, then TLS is
+  // terminated on both sides and every request is checked and injected; never a tunnel.
+  // `connect`: the client asked with CONNECT and hears of a failure before TLS starts; else it is
+  // a transparent connection whose ClientHello, already read, is `prefix`.
+  awaitable<void> Intercept(tcp::socket& client, nlohmann::json event, const std::string& host,
+                            int port, std::string prefix, bool connect) {
+    auto refuse = [&](int code, std::string reason) -> awaitable<void> {
+      if (connect) {
+        co_await Refuse(client, code, reason);
+      } else {
+        std::error_code ignored;
+        client.set_option(asio::socket_base::linger(true, 0), ignored);
+        client.close(ignored);
+      }
+    };
+    event["inject"] = true;
+    std::optional<tcp::socket> socket = co_await Open(event, host, port, refuse);
+    if (!socket) co_return;
+    std::string why;
+    std::shared_ptr<asio::ssl::context> server_tls = ServerTls(host, why);
+    asio::ssl::stream<tcp::socket> upstream(std::move(*socket), UpstreamTls());
+    if (server_tls) {
+      SSL* ssl = upstream.native_handle();
+      static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+      SSL_set_tlsext_host_name(ssl, host.c_str());
+      SSL_set1_host(ssl, host.c_str());
+      SSL_set_alpn_protos(ssl, kHttp11, sizeof kHttp11);
+      try {
+        Watchdog<tcp::socket> watchdog(upstream.next_layer(), options.connect_timeout);
+        co_await upstream.async_handshake(asio::ssl::stream_base::client, use_awaitable);
+      } catch (const std::system_error& e) {
+        long verify = SSL_get_verify_result(ssl);
+        why = verify != X509_V_OK
+                  ? Cat("the certificate of ", host,
+                        " is not trusted: ", X509_verify_cert_error_string(verify))
+                  : Cat("TLS with ", host, " failed: ",
+                        e.code() == asio::error::operation_aborted ? std::string("timed out")
+                                                                   : e.code().message());
+      }
+    }
+    if (!why.empty()) {
+      event["verdict"] = "fail";
+      event["reason"] = why;
+      Log(event);
+      if (connect || !server_tls) {
+        co_await refuse(502, why);
+        co_return;
+      }
+    }
+    std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+    if (connect) {
+      try {
+        co_await WriteAll(client, established);
+      } catch (const std::system_error&) {
+        co_return;
+      }
+    }
+    PrefixedSocket prefixed(client, std::move(prefix));
+    asio::ssl::stream<PrefixedSocket&> tls(prefixed, *server_tls);
+    try {
+      Watchdog<tcp::socket> watchdog(client, options.head_timeout);
+      co_await tls.async_handshake(asio::ssl::stream_base::server, use_awaitable);
+    } catch (const std::system_error&) {
+      if (why.empty()) {
+        event["verdict"] = "fail";
+        event["reason"] = Cat("the client did not complete TLS with ss-net's certificate for ",
+                              host, " (does it trust the ss-net CA?)");
+        Log(event);
+      }
+      co_return;
+    }
+    if (!why.empty()) {
+      co_await TlsRefuse(tls, 502, why);
+      co_return;
+    }
+    // The name the client asked TLS for is the one decided on.
+    const char* sni = SSL_get_servername(tls.native_handle(), TLSEXT_NAMETYPE_host_name);
+    if (sni && NormaliseHostName(sni) != host) {
+      std::string reason = Cat("the TLS server name ", Quoted(sni), " is not ", host);
+      event["verdict"] = "deny";
+      event["rule"] = "sni";
+      event["reason"] = reason;
+      Log(event);
+      co_await TlsRefuse(tls, 403, reason);
+      co_return;
+    }
+    co_await Relay(tls, upstream, host, event);
+  }
+
+  // HTTP/1.1 requests from the client, injected, and their responses, until either side ends.
+  template <typename Client, typename Up>
+  awaitable<void> Relay(Client& client, Up& upstream, const std::string& host,
+                        nlohmann::json event) {
+    Buffered<Client> in{client, {}};
+    Buffered<Up> out{upstream, {}};
+    uint64_t sent = 0, received = 0;
+    int requests = 0;
+    std::vector<std::string> injected;
+    SecretLookup lookup = [this](const NetInjection& i, std::string* why) {
+      return secrets.Read(i.from, why);
+    };
+    // A refusal of one request: logged (its own line), answered, and the connection ends.
+    auto refuse = [&](int code, std::string reason, std::string secret,
+                      bool failed) -> awaitable<void> {
+      nlohmann::json e = event;
+      e["verdict"] = failed ? "fail" : "deny";
+      e["rule"] = "inject";
+      e["reason"] = reason;
+      if (!secret.empty()) e["secret"] = secret;
+      Log(e);
+      co_await TlsRefuse(client, code, reason);
+    };
+    try {
+      for (;;) {
+        long n = co_await in.Head();
+        if (n == 0) break;
+        if (n < 0) {
+          std::string reason = Cat("the request head is larger than ", kMaxHttpHead, " bytes");
+          co_await refuse(431, reason, std::string(), false);
+          break;
+        }
+        auto head = ParseHttpHead(in.data);
+        if (!head) {
+          std::string reason =
+              "not an HTTP/1.1 request (ss-net injects secrets into HTTP/1.1 only)";
+          co_await refuse(400, reason, std::string(), false);
+          break;
+        }
+        auto framing = RequestFraming(*head);
+        if (!framing) {
+          std::string reason = "the request's body length is ambiguous";
+          co_await refuse(400, reason, std::string(), false);
+          break;
+        }
+        InjectedHead ready = InjectSecrets(*head, host, policy.Current(), lookup);
+        if (ready.status != InjectedHead::kOk) {
+          co_await refuse(ready.code, ready.reason, ready.secret,
+                          ready.status == InjectedHead::kFailed);
+          break;
+        }
+        in.data.erase(0, head->size);
+        ++requests;
+        for (const std::string& name : ready.injected) {
+          if (std::find(injected.begin(), injected.end(), name) == injected.end()) {
+            injected.push_back(name);
+          }
+        }
+        co_await WriteAll(upstream, ready.head);
+        sent += ready.head.size();
+        OPENSSL_cleanse(ready.head.data(), ready.head.size());
+        if (!co_await CopyBody(in, upstream, *framing, sent)) break;
+        // The response, and any interim (1xx) responses before it, unchanged.
+        bool end = !head->version.ends_with("1.1") || HasToken(head->Header("Connection"), "close");
+        bool upgraded = false;
+        for (;;) {
+          long m = co_await out.Head();
+          auto response = m > 0 ? ParseHttpResponseHead(out.data) : std::nullopt;
+          if (!response) {
+            end = true;
+            break;
+          }
+          std::string raw = out.data.substr(0, response->size);
+          out.data.erase(0, response->size);
+          co_await WriteAll(client, raw);
+          received += raw.size();
+          if (response->status == 101) {
+            upgraded = true;
+            break;
+          }
+          if (response->status < 200) continue;
+          auto body = ResponseFraming(*response, head->method);
+          if (!body || !co_await CopyBody(out, client, *body, received) ||
+              body->kind == BodyFraming::kUntilClose ||
+              HasToken(response->Header("Connection"), "close")) {
+            end = true;
+          }
+          break;
+        }
+        if (upgraded) {
+          // A WebSocket (or other) upgrade: what follows is no longer HTTP; it is copied as is.
+          co_await WriteAll(client, out.data);
+          co_await WriteAll(upstream, in.data);
+          using namespace asio::experimental::awaitable_operators;
+          co_await (Copy(client, upstream, sent) || Copy(upstream, client, received));
+          break;
+        }
+        if (end) break;
+      }
+    } catch (const std::system_error&) {
+    }
+    event["requests"] = requests;
+    if (!injected.empty()) event["injected"] = injected;
+    event["bytes_out"] = sent;
+    event["bytes_in"] = received;
     Log(event);
   }
 
@@ -416,6 +869,11 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       }
       nlohmann::json event;
       event["kind"] = "connect";
+      auto name = NormaliseHostName(hp->host);
+      if (name && !ParseIpAddress(*name) && !InjectionsFor(policy.Current(), *name).empty()) {
+        co_await Intercept(client, event, *name, hp->port, rest, true);
+        co_return;
+      }
       std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
       co_await Pass(client, event, hp->host, hp->port, rest, established, refuse);
       co_return;
@@ -434,6 +892,10 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
     nlohmann::json event;
     event["kind"] = "http";
+    if (co_await RefusePlaceholder(bytes.substr(0, head->size), event, url->authority.host,
+                                   url->authority.port, refuse)) {
+      co_return;
+    }
     std::string forwarded = ForwardedHead(*head, url->path) + rest;
     co_await Pass(client, event, url->authority.host, url->authority.port, forwarded, std::string(),
                   refuse);
@@ -512,6 +974,11 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
         co_return;
       }
       event["sni"] = hello.sni;
+      auto name = NormaliseHostName(hello.sni);
+      if (name && !InjectionsFor(policy.Current(), *name).empty()) {
+        co_await Intercept(client, event, *name, port, bytes, false);
+        co_return;
+      }
       co_await Pass(client, event, hello.sni, port, bytes, std::string(), reset);
       co_return;
     }
@@ -524,6 +991,9 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
     auto refuse = [&](int code, std::string reason) { return Refuse(client, code, reason); };
     event["host"] = hp->host;
+    if (co_await RefusePlaceholder(bytes.substr(0, head->size), event, hp->host, port, refuse)) {
+      co_return;
+    }
     // The port is where the sandbox connected; the Host header names only the server.
     co_await Pass(client, event, hp->host, port,
                   ForwardedHead(*head, head->target) + bytes.substr(head->size), std::string(),

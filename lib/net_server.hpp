@@ -6,6 +6,10 @@
 //   transparent  connections redirected from the sandbox's ports 80 and 443 (their original
 //                destination read back from conntrack): the name from the TLS ClientHello's SNI
 //                or the HTTP Host header, TLS never terminated
+//   injection    for a host a secret is injected for (NetInjection), the proxy and the transparent
+//                proxy terminate TLS with a leaf of the install's CA (net_ca.hpp), check each
+//                HTTP/1.1 request, put the secret's real value in place of its placeholder, and
+//                send it on over TLS verified against the host's trusted roots: never a tunnel
 //   dns          a resolver (UDP and TCP) that answers only names the policy allows, by asking
 //                the upstream resolver; everything else is NXDOMAIN or REFUSED, and logged
 //
@@ -29,6 +33,7 @@ struct NetServerOptions {
   std::string sandbox;      // named in the log and in every denial
   std::string policy_file;  // JSON, see NetPolicyFromJson
   std::string log_file;     // JSON lines, appended; "" for none
+  std::string ca_dir;       // where the install's CA is (net_ca.hpp); "" for StateDir()
   std::vector<asio::ip::tcp::endpoint> proxy;
   std::vector<asio::ip::tcp::endpoint> transparent;
   std::vector<asio::ip::udp::endpoint> dns;  // each also served over TCP

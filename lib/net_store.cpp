@@ -9,6 +9,7 @@
 #include "image.hpp"
 #include "net_presets.hpp"
 #include "sandbox.hpp"
+#include "ssh_command.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -64,6 +65,20 @@ void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const NetRule& r
 
 }  // namespace
 
+std::string NetInjectPath(const std::string& sandbox);
+
+namespace {
+
+// The secrets ss-net puts in for the sandbox, each with its placeholder (written by
+// ApplyNetInjections as a policy that holds only them).
+std::vector<NetInjection> LoadInjections(const std::string& sandbox) {
+  auto text = ReadFileIfExists(NetInjectPath(sandbox));
+  if (!text) return {};
+  return NetPolicyFromJson(*text).inject;
+}
+
+}  // namespace
+
 std::string SandboxNetDir(const std::string& sandbox) {
   return Cat(SandboxesDir(), "/", sandbox, "/net");
 }
@@ -73,6 +88,9 @@ std::string NetPolicyPath(const std::string& sandbox) {
 std::string NetLogPath(const std::string& sandbox) { return SandboxNetDir(sandbox) + "/log.jsonl"; }
 std::string NetChangesPath(const std::string& sandbox) {
   return SandboxNetDir(sandbox) + "/changes.json";
+}
+std::string NetInjectPath(const std::string& sandbox) {
+  return SandboxNetDir(sandbox) + "/inject.json";
 }
 
 NetPolicy ConfiguredNetPolicy(const std::string& sandbox) {
@@ -104,6 +122,7 @@ NetPolicy ConfiguredNetPolicy(const std::string& sandbox) {
 
 NetPolicy LoadNetPolicy(const std::string& sandbox) {
   NetPolicy policy = ConfiguredNetPolicy(sandbox);
+  policy.inject = LoadInjections(sandbox);
   for (const auto& change : LoadChanges(sandbox)) {
     if (!change.is_object() || change.size() != 1 || !change.begin()->is_string()) continue;
     const std::string& verb = change.begin().key();
@@ -134,6 +153,30 @@ void ChangeNetPolicy(const std::string& sandbox, const std::string& verb,
   MakeDirs(SandboxNetDir(sandbox), 0700);
   AtomicWrite(NetChangesPath(sandbox), changes.dump(2) + "\n", 0600);
   WriteNetPolicy(sandbox);
+}
+
+std::vector<std::pair<std::string, std::string>> ApplyNetInjections(
+    const std::string& sandbox, std::vector<NetInjection> wanted) {
+  MakeDirs(SandboxNetDir(sandbox), 0700);
+  FileLock lock(SandboxNetDir(sandbox) + "/.inject.lock");
+  std::vector<NetInjection> had = LoadInjections(sandbox);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (NetInjection& w : wanted) {
+    w.placeholder.clear();
+    for (const NetInjection& h : had) {
+      if (h.secret == w.secret) w.placeholder = h.placeholder;
+    }
+    if (w.placeholder.empty()) w.placeholder = Cat("ss-placeholder-", RandomNonce(), RandomNonce());
+    out.emplace_back(w.secret, w.placeholder);
+  }
+  NetPolicy record;
+  record.inject = std::move(wanted);
+  std::string text = NetPolicyToJson(record);
+  if (ReadFileIfExists(NetInjectPath(sandbox)) != text) {
+    AtomicWrite(NetInjectPath(sandbox), text, 0600);
+  }
+  WriteNetPolicy(sandbox);
+  return out;
 }
 
 bool WriteNetPolicy(const std::string& sandbox) {

@@ -11,6 +11,7 @@
 #include "egress.hpp"
 #include "error.hpp"
 #include "menu.hpp"
+#include "net_inject.hpp"
 #include "net_store.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -189,11 +190,14 @@ class Session {
   }
 
   EnvList Secrets() {
+    // Secrets injected by ss-net come in as placeholders (set first: they win over --env).
+    InjectedSecrets injected = PrepareInjectedSecrets(config_, name_);
+    injecting_ = !injected.env.empty();
     std::vector<std::string> names;
     for (const auto& item : config_.SandboxValue(name_, "secrets"))
       names.push_back(item.get<std::string>());
     names.insert(names.end(), o_.env.begin(), o_.env.end());
-    EnvList out;
+    EnvList out = injected.env;
     for (const auto& name : names) {
       CheckEnvName(name);
       if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; }))
@@ -226,6 +230,7 @@ class Session {
     io.cwd = cwd;
     io.secret_env = Secrets();
     SshConnection& conn = Connect();
+    if (injecting_) TrustNetCa(conn);
     return conn.RunInteractive(io);
   }
 
@@ -242,6 +247,8 @@ class Session {
     RefreshNetPolicy();
     if (auto status = RunShared(name_, {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
+    // (A shared connection is started only here, after the CA is in place.)
+    if (injecting_) TrustNetCa(conn);
     StartShareMaster(ExecutableDir() + "/ss-attach", name_);
     return conn.ExecStream(argv, so);
   }
@@ -275,6 +282,7 @@ class Session {
   std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<SessionLease> lease_;  // ends after the connection
   std::unique_ptr<SshConnection> conn_;
+  bool injecting_ = false;  // secrets injected by ss-net: the sandbox must trust its CA
 };
 
 std::string ProjectDir(const std::string& project) {

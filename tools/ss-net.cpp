@@ -14,6 +14,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "net_ca.hpp"
 #include "net_fence.hpp"
 #include "net_policy.hpp"
 #include "net_server.hpp"
@@ -32,6 +33,7 @@ constexpr const char* kUsage =
        ss-net mode allowlist|open|none [--sandbox NAME]
        ss-net ls [--json] [--sandbox NAME]
        ss-net log [-f] [--json] [--sandbox NAME]
+       ss-net ca
        ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent ADDR:PORT]...
                     [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy FILE] [--log FILE]
        ss-net fence apply --sandbox NAME --interface IF --gateway ADDR --proxy-port PORT
@@ -55,6 +57,8 @@ Commands:
                         rules and the host's networks), none (nothing)
   ls                    the policy: its mode and rules
   log                   the log, one line per connection or lookup (-f: follow it)
+  ca                    the certificate of the install's CA (PEM), made on first use: what a
+                        sandbox trusts for hosts a secret is injected for (see ss-net(1))
   serve                 run the proxy and resolver (the backends start it; see ss-net(1))
   fence apply|remove|check
                         install, remove or look for (exit 1: none) the host's firewall rules
@@ -150,8 +154,8 @@ Options ParseArgs(const Args& args) {
     }
   }
   if (o.help) return o;
-  static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode", "ls",
-                                                  "log",   "serve", "fence"};
+  static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode",  "ls",
+                                                  "log",   "serve", "fence", "ca"};
   if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
   bool fencing = o.verb == "fence";
   bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() || o.fence.proxy_port ||
@@ -192,7 +196,11 @@ Options ParseArgs(const Args& args) {
   }
   if (o.verb == "mode" && o.words.size() != 1)
     throw usage("mode needs one of allowlist, open, none");
-  if (!fencing && (o.verb == "ls" || o.verb == "log" || serving) && !o.words.empty()) {
+  if (o.verb == "ca" && (!o.sandbox.empty() || o.json || o.follow)) {
+    throw usage("ca takes no options");
+  }
+  if (!fencing && (o.verb == "ls" || o.verb == "log" || o.verb == "ca" || serving) &&
+      !o.words.empty()) {
     throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
   }
   if (serving && o.sandbox.empty()) throw usage("serve needs --sandbox NAME");
@@ -340,6 +348,10 @@ int Run(const Options& o) {
     return 0;
   }
   if (o.verb == "serve") return Serve(o);
+  if (o.verb == "ca") {
+    std::cout << NetCa::LoadOrCreate().cert_pem();
+    return 0;
+  }
   if (o.verb == "fence") {
     ValidateSandboxName(o.sandbox);
     if (o.words[0] == "remove") {
@@ -387,7 +399,7 @@ int Complete(const Args& words) {
     return 0;
   }
   for (const char* v :
-       {"allow", "deny", "mode", "ls", "log", "--sandbox", "--json", "--follow", "--help"}) {
+       {"allow", "deny", "mode", "ls", "log", "ca", "--sandbox", "--json", "--follow", "--help"}) {
     std::cout << v << "\n";
   }
   return 0;

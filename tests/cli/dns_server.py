@@ -41,9 +41,7 @@ def answer(msg, records, log):
 def main():
     addr, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     records = dict(a.split("=", 1) for a in sys.argv[4:])
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind((addr, port))
-    port = udp.getsockname()[1]
+    asked = port
 
     class Tcp(socketserver.BaseRequestHandler):
         def handle(self):
@@ -61,7 +59,18 @@ def main():
             self.request.sendall(struct.pack("!H", len(reply)) + reply)
 
     socketserver.TCPServer.allow_reuse_address = True
-    tcp = socketserver.ThreadingTCPServer((addr, port), Tcp)
+    # A free UDP port may be taken for TCP (by tests running beside this one): then another.
+    for attempt in range(20):
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind((addr, asked))
+        port = udp.getsockname()[1]
+        try:
+            tcp = socketserver.ThreadingTCPServer((addr, port), Tcp)
+            break
+        except OSError:
+            udp.close()
+            if asked or attempt == 19:
+                raise
     threading.Thread(target=tcp.serve_forever, daemon=True).start()
     print(port, flush=True)
     while True:

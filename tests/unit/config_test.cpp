@@ -181,3 +181,62 @@ TEST_F(ConfigEdit, UnsetRemovesASectionAndKeepsTheRest) {
 
 }  // namespace
 }  // namespace ss
+
+namespace ss {
+namespace {
+
+TEST(ConfigSecrets, TheMapFormDeclaresInjectedSecretsAndKeepsTheListForm) {
+  Config c = Config::Parse(
+      "secrets:\n"
+      "  ANTHROPIC_API_KEY: {inject: [api.anthropic.com]}\n"
+      "  GH_TOKEN:\n"
+      "    inject: [api.github.com, uploads.github.com]\n"
+      "    from: {command: [pass, show, github]}\n"
+      "  PLAIN:\n"
+      "sandboxes:\n"
+      "  work:\n"
+      "    secrets: [OTHER]\n"
+      "  files:\n"
+      "    secrets: {K: {inject: [a.test], from: {file: /run/k}}}\n",
+      "c.yaml");
+  EXPECT_EQ(c.List("secrets"),
+            (std::vector<std::string>{"ANTHROPIC_API_KEY", "GH_TOKEN", "PLAIN"}));
+  Json inject = c.SecretInjections("box");
+  EXPECT_EQ(inject.size(), 2u);
+  EXPECT_EQ(inject["ANTHROPIC_API_KEY"]["from"]["env"], "ANTHROPIC_API_KEY");
+  EXPECT_EQ(inject["ANTHROPIC_API_KEY"]["inject"], Json::array({"api.anthropic.com"}));
+  EXPECT_EQ(inject["GH_TOKEN"]["from"]["command"], Json::array({"pass", "show", "github"}));
+  // A sandbox's own secrets replace the global ones, injections included.
+  EXPECT_TRUE(c.SecretInjections("work").empty());
+  EXPECT_EQ(c.SecretInjections("files")["K"]["from"]["file"], "/run/k");
+  EXPECT_EQ(c.SandboxValue("files", "secrets"), Json::array({"K"}));
+}
+
+TEST(ConfigSecrets, BadInjectionsAreConfigErrorsWithTheirPlace) {
+  auto error = [](const std::string& text) {
+    try {
+      Config::Parse(text, "c.yaml");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), kExitConfig);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("secrets: {K: {inject: [10.0.0.1]}}\n").find("is not a host name"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {inject: []}}\n").find("expected a list of strings"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {from: {env: X}}}\n").find("from: is for injected secrets"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {inject: [a.test], from: {file: rel}}}\n").find("from:"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {inject: [a.test], via: x}}\n").find("unknown key"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {1K: {inject: [a.test]}}\n").find("not an environment variable"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {inject: ['a.test,IP:1']}}\n").find("is not a host name"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ss

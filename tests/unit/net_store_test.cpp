@@ -33,10 +33,11 @@ class NetStoreTest : public ::testing::Test {
 TEST_F(NetStoreTest, WithoutConfigTheDefaultPresetsAllowlist) {
   NetPolicy p = LoadNetPolicy("work");
   EXPECT_EQ(p.mode, NetMode::kAllowlist);
-  for (const char* want : {"api.anthropic.com", "github.com", "registry.npmjs.org"}) {
+  for (const char* want : {"api.anthropic.com", "api.github.com", "registry.npmjs.org"}) {
     EXPECT_TRUE(Decide(p, want, 443).allowed) << want;
   }
-  EXPECT_FALSE(Decide(p, "example.com", 443).allowed);
+  EXPECT_TRUE(Decide(p, "deb.debian.org", 80).allowed);
+  EXPECT_FALSE(Decide(p, "pastebin.com", 443).allowed);
   EXPECT_TRUE(p.deny.empty());
 }
 
