@@ -96,7 +96,8 @@ inject_world() {
   chmod 600 "$SS_HOME/.ss/sandboxes/box/net/policy.json"
   ss net ca >"$W/ca.crt"
   SS_TEST_SECRET=$SECRET SSL_CERT_FILE="$W/up.crt" background "$W/ready.json" \
-    "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box --upstream-dns "127.0.0.1:$(cat "$W/dns.port")" "$@"
+    "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box --upstream-dns "127.0.0.1:$(cat "$W/dns.port")" \
+    --policy "$SS_HOME/.ss/sandboxes/box/net/policy.json" "$@"
   PROXY=$(jq -r '.proxy[0] // empty' "$W/ready.json")
   TRANSPARENT=$(jq -r '.transparent[0] // empty' "$W/ready.json")
 }

@@ -156,7 +156,8 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
 # and 443 (HTTPS, a certificate for every NAME from a test CA, $FI_DIR/ca.pem), a DNS server
 # that answers every NAME with 198.51.100.2 (queries logged to $FI_DIR/dns.queries), and
 # outside.py on TCP 853 and UDP 443 and 9999 (datagrams logged to $FI_DIR/udp.got). Every page
-# and every answer says "outside says hi". ss-net resolves
+# and every answer says "outside says hi"; with FI_443=headers, port 443 is header_server.py
+# instead, which writes every request down ($FI_DIR/requests). ss-net resolves
 # through it (SS_NET_UPSTREAM_DNS). fake_internet_down removes it all.
 fake_internet_up() {
   FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
@@ -192,21 +193,24 @@ fake_internet_up() {
       "$FI_DIR/www" >"$FI_DIR/web$port" 2>&1 3>&- &
     echo $! >>"$FI_DIR/pids"
   done
-  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 443 \
-    "$FI_DIR/www" "$FI_DIR/web.pem" "$FI_DIR/web.key" >"$FI_DIR/web443" 2>&1 3>&- &
+  if [ "${FI_443:-}" = headers ]; then
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" 198.51.100.2 443 \
+      "$FI_DIR/web.pem" "$FI_DIR/web.key" "$FI_DIR/requests" >"$FI_DIR/web443" 2>&1 3>&- &
+  else
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 443 \
+      "$FI_DIR/www" "$FI_DIR/web.pem" "$FI_DIR/web.key" >"$FI_DIR/web443" 2>&1 3>&- &
+  fi
   echo $! >>"$FI_DIR/pids"
   ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
     "$FI_DIR/dns.queries" "${dns_names[@]}" >"$FI_DIR/dns" 2>&1 3>&- &
   echo $! >>"$FI_DIR/pids"
   ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/e2e/outside.py" 198.51.100.2 "$FI_DIR/udp.got" \
-    tcp:853 udp:443 udp:9999 >/dev/null 2>&1 3>&- &
+    tcp:853 udp:443 udp:9999 >"$FI_DIR/outside" 2>&1 3>&- &
   echo $! >>"$FI_DIR/pids"
-  # Every listener up before any test leans on it.
-  for port in 80 8080 443 53 853; do
-    for _ in $(seq 50); do
-      ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/198.51.100.2/$port" 2>/dev/null && break
-      sleep 0.1
-    done
+  # Every listener up before any test leans on it: each server prints its port once bound.
+  local out
+  for out in web80 web8080 web443 dns outside; do
+    for _ in $(seq 100); do [ -s "$FI_DIR/$out" ] && break; sleep 0.05; done
   done
   export SS_NET_UPSTREAM_DNS=198.51.100.2
 }

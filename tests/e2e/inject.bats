@@ -1,42 +1,18 @@
 #!/usr/bin/env bats
-# Credential injection, from inside a Docker sandbox, against a stand-in internet (a network
-# namespace of the test's own at 203.0.113.2, TEST-NET-3, so that it can run beside egress.bats
-# on TEST-NET-2: a DNS server for fake names and an HTTPS server for api.inject.test that writes
-# down the headers it gets, its certificate from a test CA that ss-net is told to trust). The sandbox holds a placeholder only: the upstream gets the real
-# value, which is nowhere in the sandbox: not in any process's environment, not in its files,
-# not in the memory of the process that sent the request.
+# Credential injection, from inside a Docker sandbox, against a stand-in internet
+# (fake_internet_up: the HTTPS server for api.inject.test writes down the requests it gets; its
+# certificate is from a test CA that ss-net is told to trust). The sandbox holds a placeholder
+# only: the upstream gets the real value, which is nowhere in the sandbox: not in any process's
+# environment, not in its files, not in the memory of the process that sent the request.
 
 load helpers
 
 setup_file() {
   export SS_E2E_BACKEND=docker
   e2e_sandbox_file inj
-  FI_NS="ss-inj-$$"
-  FI_IF="ssinj$$"
-  echo "$FI_NS $FI_IF" >"$BATS_FILE_TMPDIR/fake_inet"
-  ip netns add "$FI_NS"
-  ip link add "${FI_IF:0:15}" type veth peer name fi-in netns "$FI_NS"
-  ip addr add 203.0.113.1/24 dev "${FI_IF:0:15}"
-  ip link set "${FI_IF:0:15}" up
-  ip -n "$FI_NS" addr add 203.0.113.2/24 dev fi-in
-  ip -n "$FI_NS" link set fi-in up
-  ip -n "$FI_NS" link set lo up
-  ip -n "$FI_NS" route add default via 203.0.113.1
-  W=$BATS_FILE_TMPDIR
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj /CN=api.inject.test -addext "subjectAltName=DNS:api.inject.test" \
-    -keyout "$W/up.key" -out "$W/up.crt" 2>/dev/null
-  ip netns exec "$FI_NS" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" 203.0.113.2 443 \
-    "$W/up.crt" "$W/up.key" "$W/up.requests" >"$W/up" 2>&1 3>&- &
-  echo $! >>"$W/pids"
-  ip netns exec "$FI_NS" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 203.0.113.2 53 \
-    "$W/dns.queries" api.inject.test=203.0.113.2 >"$W/dns" 2>&1 3>&- &
-  echo $! >>"$W/pids"
-  echo "inj-secret-$$-$RANDOM$RANDOM" >"$W/secret"
-  cat >"$SS_HOME/config.yaml" <<EOF
-secrets:
-  INJ_TEST_KEY: {inject: [api.inject.test]}
-EOF
+  FI_443=headers fake_internet_up api.inject.test
+  echo "inj-secret-$$-$RANDOM$RANDOM" >"$BATS_FILE_TMPDIR/secret"
+  printf 'secrets:\n  INJ_TEST_KEY: {inject: [api.inject.test]}\n' >"$SS_HOME/config.yaml"
   inj_env
   ss vm start --sandbox "$SANDBOX" --backend docker >&3 2>&1
   ss net allow api.inject.test --sandbox "$SANDBOX" >/dev/null
@@ -44,7 +20,8 @@ EOF
 
 # What ss-net is started with: the stand-in resolver, trust in the test CA, the secret.
 inj_env() {
-  export SS_NET_UPSTREAM_DNS=203.0.113.2 SSL_CERT_FILE="$BATS_FILE_TMPDIR/up.crt"
+  fake_internet_env
+  export SSL_CERT_FILE="$FI_DIR/ca.pem"
   INJ_TEST_KEY=$(cat "$BATS_FILE_TMPDIR/secret")
   export INJ_TEST_KEY
 }
@@ -53,11 +30,7 @@ teardown_file() {
   e2e_env
   inj_env
   e2e_sandbox_remove
-  local pid
-  for pid in $(cat "$BATS_FILE_TMPDIR/pids" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-  read -r FI_NS FI_IF <"$BATS_FILE_TMPDIR/fake_inet" || true
-  [ -z "${FI_NS:-}" ] || ip netns del "$FI_NS" 2>/dev/null || true
-  [ -z "${FI_IF:-}" ] || ip link del "${FI_IF:0:15}" 2>/dev/null || true
+  fake_internet_down
 }
 
 setup() {
@@ -92,7 +65,7 @@ time.sleep(60)' >"$W/agent.out" 2>&1 3>&- &
   jq -e -s --arg s "$SECRET" 'length == 1
     and (.[0].headers | map(select(.[0] == "x-api-key")) == [["x-api-key", $s]])
     and (.[0].headers | map(select(.[0] == "Authorization")) == [["Authorization", "Bearer " + $s]])' \
-    "$W/up.requests"
+    "$FI_DIR/requests"
   # Nowhere in the sandbox: environments, files, the stand-in's memory, read by root inside. The
   # secret goes in reversed (so neither this check's command line nor any log of it holds it).
   pid=$(as_root cat /tmp/agent.pid)
@@ -155,6 +128,6 @@ EOF
   assert_equal "$one" "$two"
   run ss exec e2e-scratch -- printenv NODE_EXTRA_CA_CERTS
   assert_output /usr/local/share/ca-certificates/ss-net.crt
-  run ss exec e2e-scratch -- sh -c 'curl -s -m 10 --resolve api.inject.test:80:203.0.113.2 -H "x-api-key: $INJ_TEST_KEY" http://api.inject.test/'
+  run ss exec e2e-scratch -- sh -c 'curl -s -m 10 --resolve api.inject.test:80:198.51.100.2 -H "x-api-key: $INJ_TEST_KEY" http://api.inject.test/'
   assert_output --partial "the placeholder of secret INJ_TEST_KEY is sent to api.inject.test in plain HTTP"
 }
