@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "config.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "net_fence.hpp"
@@ -75,6 +76,15 @@ nlohmann::json StartServer(const std::string& sandbox, const EgressLink& link,
   ProcessOptions o;
   o.new_session = true;
   o.unlisted = true;
+  // It runs for as long as the sandbox: of the user's variables it keeps only those an injected
+  // secret is read from (config.yaml), none of the others.
+  o.only_env = DaemonEnvNames();
+  Json injections = Config::Load().SecretInjections(sandbox);
+  for (const auto& [name, spec] : injections.items()) {
+    if (spec.contains("from") && spec["from"].contains("env")) {
+      o.only_env->push_back(spec["from"]["env"].get<std::string>());
+    }
+  }
   pid_t pid = Spawn(argv, ServeLog(sandbox), o);
   for (int i = 0; i < 100; ++i) {
     std::string log = ReadFileIfExists(ServeLog(sandbox)).value_or("");

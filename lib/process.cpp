@@ -34,6 +34,42 @@ void MakePipe(Fd& read_end, Fd& write_end) {
   write_end.Reset(fds[1]);
 }
 
+}  // namespace
+
+std::vector<std::string> DaemonEnvNames() {
+  return {"PATH",
+          "HOME",
+          "USER",
+          "LOGNAME",
+          "LANG",
+          "LC_ALL",
+          "LC_CTYPE",
+          "TZ",
+          "TMPDIR",
+          "TERM",
+          "NO_COLOR",
+          "SS_HOME",
+          "SS_CACHE",
+          "SS_DEBUG",
+          "SS_TRACE",
+          "SS_EXEC_PATH",
+          "SUDO_USER",
+          "SUDO_UID",
+          "SUDO_GID",
+          "XDG_RUNTIME_DIR",
+          "XDG_CACHE_HOME",
+          "LXD_DIR",
+          "LXD_CONF",
+          "DOCKER_HOST",
+          "CONTAINER_HOST",
+          "SSL_CERT_FILE",
+          "SSL_CERT_DIR",
+          "SS_NET_UPSTREAM_DNS",
+          "SS_BROWSER_SOCKET_DIR"};
+}
+
+namespace {
+
 std::vector<std::string> BuildEnv(const ProcessOptions& options) {
   std::map<std::string, std::string> vars;
   std::vector<std::string> order;
@@ -42,6 +78,10 @@ std::vector<std::string> BuildEnv(const ProcessOptions& options) {
     auto eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
     std::string key(kv.substr(0, eq));
+    if (options.only_env && std::find(options.only_env->begin(), options.only_env->end(), key) ==
+                                options.only_env->end()) {
+      continue;
+    }
     if (!vars.count(key)) order.push_back(key);
     vars[key] = std::string(kv.substr(eq + 1));
   }

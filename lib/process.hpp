@@ -22,6 +22,8 @@ struct ProcessOptions {
   // Environment changes on top of ours.
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> unset_env;
+  // When set, only these of our variables pass to the child (before `env` is applied).
+  std::optional<std::vector<std::string>> only_env;
   std::string cwd;
   // Sent SIGTERM at the deadline and SIGKILL 2 s later.
   std::optional<std::chrono::milliseconds> timeout;
@@ -34,6 +36,11 @@ struct ProcessOptions {
   // user chose.
   bool unlisted = false;
 };
+
+// The variables a long-lived process of ss's own (ss-net, the shared connection) is started
+// with: what ss itself reads (its paths, the engines' sockets, locale, sudo's user, debugging),
+// and none of the user's others, which may be secrets it would hold for hours.
+std::vector<std::string> DaemonEnvNames();
 
 struct ProcessResult {
   int status = 0;  // exit status, or 128 + signal number

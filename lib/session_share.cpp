@@ -360,7 +360,10 @@ void StartShareMaster(const std::string& executable, const std::string& sandbox)
     ProcessOptions o;
     o.new_session = true;
     o.capture_stdout = o.capture_stderr = true;  // to /dev/null
-    o.unlisted = true;                          // ss-attach itself
+    o.unlisted = true;                           // ss-attach itself
+    // It may idle for ten minutes: the session's secrets come with each command over the
+    // socket, and it keeps none of the user's variables but those ss itself reads.
+    o.only_env = DaemonEnvNames();
     pid_t pid = Spawn({executable, "--share-master", sandbox}, "", o);
     // Not waited for: it outlives us (init reaps it).
     (void)pid;

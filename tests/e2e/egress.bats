@@ -11,6 +11,8 @@ setup_file() {
   export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
   e2e_sandbox_file eg
   fake_internet_up allowed.test evil.test config.test
+  # A variable of the user's that ss's long-lived processes must not keep.
+  export EGRESS_TEST_PRIVATE="private-$$"
   # A service of the host's on every address: the sandbox must not reach it.
   python3 "$SS_SOURCE_DIR/tests/e2e/outside.py" 0.0.0.0 /dev/null tcp:0 >"$FI_DIR/host_port" 3>&- &
   echo $! >>"$FI_DIR/pids"
@@ -87,6 +89,25 @@ as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
   echo "$output" | jq -e '.allow == ["config.test", "allowed.test"]'
   ss config set "sandboxes.$SANDBOX.network.presets" "agent, packages, github" >/dev/null
   ss config set "sandboxes.$SANDBOX.network.allow" "" >/dev/null
+}
+
+@test "egress: ss-net and the shared connection keep none of the user's other variables" {
+  pid=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
+  run tr '\0' '\n' <"/proc/$pid/environ"
+  assert_line "SS_HOME=$SS_HOME"
+  refute_output --partial EGRESS_TEST_PRIVATE
+  # A session passes the secret in; the shared connection it leaves behind does not keep it.
+  pkill -f "ss-attach --share-master $SANDBOX\$" || true
+  ss config set "sandboxes.$SANDBOX.secrets" EGRESS_TEST_PRIVATE >/dev/null
+  run env EGRESS_TEST_PRIVATE=private-value ss exec e2e-scratch -- printenv EGRESS_TEST_PRIVATE
+  assert_output private-value
+  for _ in $(seq 50); do master=$(pgrep -f "ss-attach --share-master $SANDBOX\$") && break; sleep 0.1; done
+  run tr '\0' '\n' <"/proc/$master/environ"
+  assert_line "SS_HOME=$SS_HOME"
+  refute_output --partial EGRESS_TEST_PRIVATE
+  run env EGRESS_TEST_PRIVATE=private-again ss exec e2e-scratch -- printenv EGRESS_TEST_PRIVATE
+  assert_output private-again
+  ss config set "sandboxes.$SANDBOX.secrets" "" >/dev/null
 }
 
 @test "egress: as root inside, nothing else gets out, and it fails fast" {
