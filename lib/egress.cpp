@@ -167,7 +167,11 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
     last = nlohmann::json::parse(*text, nullptr, false).value("ready", nlohmann::json());
   }
   nlohmann::json ready = StartServer(sandbox, link, last);
-  if (ready.is_null() && !last.is_null()) ready = StartServer(sandbox, link, nlohmann::json());
+  // Any free ports when those are taken, a few times: the resolver's TCP side takes the port its
+  // UDP side was given, which a TCP listener may already hold (on loopback, more likely).
+  for (int i = 0; ready.is_null() && i < 3; ++i) {
+    ready = StartServer(sandbox, link, nlohmann::json());
+  }
   if (ready.is_null()) {
     throw Error(kExitUnavailable,
                 Cat("cannot start the network proxy of sandbox ", Quoted(sandbox)),
