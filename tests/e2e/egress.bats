@@ -215,6 +215,8 @@ EOF
   as_root "sh -c 'iptables -P OUTPUT ACCEPT; iptables -F; ip route replace 198.51.100.0/24 dev eth0'" || true
   run as_root curl -sS -m 10 http://198.51.100.2:8080/
   assert_failure
+  # The route off the gateway would keep the next tests' connections from reaching the fence.
+  as_root ip route del 198.51.100.0/24 dev eth0 2>/dev/null || true
   if on_qemu; then
     # Root points resolv.conf at QEMU's own resolver: that only loses DNS.
     as_root "sh -c 'echo nameserver 10.0.2.3 >/etc/resolv.conf'"
