@@ -7,7 +7,9 @@
 //     of shares the image's ss-mount-shares unit mounts on every boot;
 //   - the projects folder shared read-write with virtiofs (virtiofsd, which needs root; files keep
 //     their owners both ways), or 9p (QEMU's own server) where virtiofs cannot be used;
-//   - user networking (no host changes) with SSH forwarded from 127.0.0.1:<port>;
+//   - user networking (no host changes) with SSH forwarded from 127.0.0.1:<port>, restricted so
+//     that the guest reaches nothing but ss-net's proxy and resolver at kQemuEgressAddress
+//     (guestfwd relays, `ss-net relay`);
 //   - QMP on a unix socket for state, graceful powerdown and forced quit.
 // QEMU and virtiofsd run under a supervisor process that lives as long as the VM (see
 // qemu_supervisor.hpp); ss commands talk to QEMU over QMP and never wait on it themselves.
@@ -28,6 +30,7 @@
 #include "idmap_view.hpp"
 #include "image.hpp"
 #include "net.hpp"
+#include "net_fence.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -49,6 +52,17 @@ constexpr std::chrono::seconds kLaunchTimeout{90};
 constexpr const char* kDiskId = "disk";
 
 const char* const kIsoTools[] = {"genisoimage", "mkisofs", "xorrisofs"};
+
+// Appended to the sandbox's cloud-config (which has no bootcmd of its own). The restricted user
+// network gives the guest no resolver by DHCP and carries no UDP: the guest asks ss-net's
+// resolver at kQemuEgressAddress over TCP (use-vc), set again on every boot. Root in the guest can
+// change it; that loses DNS and opens nothing.
+constexpr const char* kGuestResolver = R"(
+# QEMU's restricted user network: ss-net's resolver, over TCP (ss's QEMU backend)
+bootcmd:
+  - [rm, -f, /etc/resolv.conf]
+  - [sh, -c, 'printf "nameserver 10.0.2.100\noptions use-vc\n" >/etc/resolv.conf']
+)";
 
 std::optional<std::string> IsoTool() {
   for (const char* tool : kIsoTools) {
@@ -185,6 +199,34 @@ std::string QemuOptionValue(const std::string& value) {
   return out;
 }
 
+// A word for g_shell_parse_argv, which parses guestfwd's cmd: (single quotes as in sh).
+std::string GShellWord(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string QemuUserData(const std::string& user_data) {
+  std::string out = user_data;
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out + kGuestResolver;
+}
+
+std::string QemuNetdev(const QemuLaunch& l) {
+  // restrict=on: the guest's TCP connections are refused unless a guestfwd takes them, its UDP
+  // (but DHCP) and IPv6 go nowhere, and DHCP names no router and no resolver; SSH still comes
+  // in through hostfwd. The guest's ways out are the two guestfwd relays to ss-net, which QEMU
+  // spawns per connection with the connection on stdin/stdout (no shell; an absolute path,
+  // since QEMU would search PATH).
+  auto relay = [&](int port, const char* to) {
+    std::string cmd =
+        Join({GShellWord(l.relay), "relay", "--sandbox", GShellWord(l.name), "--to", to}, " ");
+    return Cat(",guestfwd=tcp:", kQemuEgressAddress, ":", port, "-cmd:", QemuOptionValue(cmd));
+  };
+  return Cat("user,id=net0,restrict=on,ipv6=off,hostfwd=tcp:127.0.0.1:", l.ssh_port, "-:22",
+             relay(kSandboxProxyPort, "proxy"), relay(53, "dns"));
+}
+
 std::vector<std::string> QemuArgv(const QemuLaunch& l) {
   std::vector<std::string> a{l.qemu,        "-name",    l.name, "-no-user-config",
                              "-nodefaults", "-display", "none"};
@@ -210,8 +252,8 @@ std::vector<std::string> QemuArgv(const QemuLaunch& l) {
             Cat("file=", QemuOptionValue(l.disk), ",if=virtio,id=", kDiskId,
                 ",format=qcow2,discard=unmap"),
             "-drive", Cat("file=", QemuOptionValue(l.seed), ",if=virtio,format=raw,readonly=on")});
-  a.insert(a.end(), {"-netdev", Cat("user,id=net0,hostfwd=tcp:127.0.0.1:", l.ssh_port, "-:22"),
-                     "-device", "virtio-net-pci,netdev=net0", "-device", "virtio-rng-pci"});
+  a.insert(a.end(), {"-netdev", QemuNetdev(l), "-device", "virtio-net-pci,netdev=net0", "-device",
+                     "virtio-rng-pci"});
   for (const auto& s : l.shares) {
     if (!s.vfs_socket.empty()) {
       a.insert(a.end(),
@@ -375,7 +417,7 @@ void QemuBackend::Create(const SandboxSpec& spec, Progress& progress) {
     // shares to mount.
     std::string seed_dir = tmp + "/seed";
     MakeDirs(seed_dir, 0700);
-    AtomicWrite(seed_dir + "/user-data", spec.user_data, 0600);
+    AtomicWrite(seed_dir + "/user-data", QemuUserData(spec.user_data), 0600);
     AtomicWrite(seed_dir + "/meta-data", spec.meta_data, 0600);
     std::string mounts;
     Json shares = Json::array();
@@ -416,6 +458,8 @@ void QemuBackend::Create(const SandboxSpec& spec, Progress& progress) {
   }
   progress.Step(Cat("booting '", spec.name, "' (", DetectAccel().kind, ")"));
   try {
+    // ss-net runs before the guest's first packet (its relays fail closed until then anyway).
+    if (spec.before_first_boot) spec.before_first_boot();
     Start(spec.name, spec.resources);
   } catch (...) {
     Delete(spec.name);
@@ -573,6 +617,10 @@ SandboxStatus QemuBackend::Status(const std::string& name) {
                              .count();
     }
     s.address = "10.0.2.15 (QEMU user network)";
+    if (run->value("network", "") != "restricted") {
+      notes.push_back(
+          "its network is open: it was started before ss restricted QEMU's network; restart it");
+    }
   } else {
     notes.push_back(DetectAccel().reason);
   }
@@ -590,6 +638,20 @@ SandboxStatus QemuBackend::Status(const std::string& name) {
   }
   s.detail = Join(notes, "; ");
   return s;
+}
+
+std::optional<EgressLink> QemuBackend::Egress(const std::string& name) {
+  QemuPaths paths(MachineDir(name));
+  if (!PathExists(paths.config)) return std::nullopt;
+  // A machine started before its network was restricted keeps its open network until it
+  // restarts (its command line is made at every start): not fenced, and not said to be.
+  if (State(name) != SandboxState::kStopped) {
+    std::optional<Json> run = ReadRunFile(paths);
+    if (run && run->value("network", "") != "restricted") return std::nullopt;
+  }
+  EgressLink link;  // no interface: QemuNetdev's restrict=on fences it
+  link.gateway = kQemuEgressAddress;
+  return link;
 }
 
 SshTarget QemuBackend::Ssh(const std::string& name) {

@@ -32,6 +32,11 @@ struct QemuShare {
   std::string vfs_socket;  // virtiofsd's socket (virtiofs); empty: 9p
 };
 
+// Where a guest on QEMU's restricted user network finds ss-net's proxy (port kSandboxProxyPort)
+// and resolver (port 53, over TCP): a guestfwd address of its own (libslirp refuses the host's
+// 10.0.2.2 and the DNS address 10.0.2.3 for guestfwd).
+inline constexpr const char* kQemuEgressAddress = "10.0.2.100";
+
 // Everything one boot of a machine needs.
 struct QemuLaunch {
   std::string qemu = "qemu-system-x86_64";
@@ -42,6 +47,9 @@ struct QemuLaunch {
   std::string disk;  // qcow2 overlay
   std::string seed;  // NoCloud ISO
   int ssh_port = 0;  // 0: any free port (read back from QEMU)
+  // The guest's only ways out: `RELAY relay --sandbox NAME --to proxy|dns` (ss-net), spawned by
+  // QEMU for each connection to kQemuEgressAddress.
+  std::string relay;
   std::vector<QemuShare> shares;
   bool root = true;  // 9p keeps owners (passthrough) only when QEMU runs as root
   std::string qmp_socket;
@@ -58,6 +66,10 @@ void QemuEnsureViews(const std::string& machine_dir, const Json& machine);
 
 // The qemu-system command line for `l` (an argv, never a shell line).
 std::vector<std::string> QemuArgv(const QemuLaunch& l);
+// Its -netdev: the user network restricted to SSH in and the guestfwd relays out.
+std::string QemuNetdev(const QemuLaunch& l);
+// The sandbox's cloud-config with what the guest needs on the restricted network (its resolver).
+std::string QemuUserData(const std::string& user_data);
 // Escapes a value for QEMU's option syntax (a comma is doubled).
 std::string QemuOptionValue(const std::string& value);
 // The SSH port of the first host forward in the output of HMP "info usernet", or 0.
@@ -82,6 +94,7 @@ class QemuBackend : public Backend {
   void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;
+  std::optional<EgressLink> Egress(const std::string& name) override;
 
   std::string MachineDir(const std::string& name) const;
 

@@ -46,30 +46,41 @@ int RunningPid(const std::string& sandbox) {
 }
 
 int PortOf(const nlohmann::json& ready, const char* key) {
-  std::string where = ready.at(key).at(0).get<std::string>();
+  if (!ready.contains(key) || !ready[key].is_array() || ready[key].empty()) return 0;
+  std::string where = ready[key][0].get<std::string>();
   auto port = ParseDecimal(where.substr(where.rfind(':') + 1));
   return port ? static_cast<int>(*port) : 0;
+}
+
+nlohmann::json ReadRecord(const std::string& sandbox) {
+  auto text = ReadFileIfExists(ServeRecord(sandbox));
+  if (!text) return nlohmann::json();
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  return j.is_object() ? j : nlohmann::json();
+}
+
+// Whether the record is of an ss-net on loopback for a link the backend fences itself (records
+// without "interface" were written for nftables fences).
+bool OnLoopback(const nlohmann::json& record) {
+  return record.is_object() && record.contains("interface") && record["interface"] == "";
 }
 
 // Starts `ss-net serve` on the link's gateway (on the ports of `last`, when given) and waits for
 // its first line; its ready document with "pid" added, or null when it did not come up.
 nlohmann::json StartServer(const std::string& sandbox, const EgressLink& link,
                            const nlohmann::json& last) {
+  // A link the backend fences itself reaches ss-net only through the backend's relays, which
+  // connect to loopback; nothing is redirected to it, so it takes no transparent connections.
+  bool loopback = link.interface.empty();
   auto at = [&](const char* key) {
     int port = last.is_null() ? 0 : PortOf(last, key);
-    return Cat(link.gateway, ":", port);
+    return Cat(loopback ? "127.0.0.1" : link.gateway, ":", port);
   };
   AtomicWrite(ServeLog(sandbox), "", 0600);
-  std::vector<std::string> argv = {Cat(ExecutableDir(), "/ss-net"),
-                                   "serve",
-                                   "--sandbox",
-                                   sandbox,
-                                   "--proxy",
-                                   at("proxy"),
-                                   "--transparent",
-                                   at("transparent"),
-                                   "--dns",
-                                   at("dns")};
+  std::vector<std::string> argv = {
+      Cat(ExecutableDir(), "/ss-net"), "serve", "--sandbox", sandbox, "--proxy", at("proxy")};
+  if (!loopback) argv.insert(argv.end(), {"--transparent", at("transparent")});
+  argv.insert(argv.end(), {"--dns", at("dns")});
   if (const char* upstream = std::getenv("SS_NET_UPSTREAM_DNS"); upstream && *upstream) {
     argv.insert(argv.end(), {"--upstream-dns", upstream});
   }
@@ -124,9 +135,32 @@ bool EgressServerGone(const std::string& sandbox) {
   return PathExists(ServeRecord(sandbox)) && RunningPid(sandbox) == 0;
 }
 
+std::optional<int> EgressLoopbackPort(const std::string& sandbox, EgressService service) {
+  nlohmann::json record = ReadRecord(sandbox);
+  if (!OnLoopback(record) || !RunningPid(sandbox)) return std::nullopt;
+  const char* key = service == EgressService::kProxy ? "proxy" : "dns";
+  nlohmann::json ready = record.value("ready", nlohmann::json::object());
+  if (!ready.is_object() || !ready.contains(key) || !ready[key].is_array() || ready[key].empty() ||
+      !ready[key][0].is_string() || !ready[key][0].get<std::string>().starts_with("127.0.0.1:")) {
+    return std::nullopt;
+  }
+  int port = PortOf(ready, key);
+  if (port <= 0 || port > 65535) return std::nullopt;
+  return port;
+}
+
 EgressState GetEgressState(const std::string& sandbox) {
   EgressState s;
-  s.fenced = NetFenceInstalled(sandbox);
+  // A fence was only ever installed after the record was written: without one, nothing to ask
+  // nft (or sudo) about.
+  nlohmann::json record = ReadRecord(sandbox);
+  if (OnLoopback(record)) {
+    s.fenced = true;
+    s.fence = "backend";
+  } else if (!record.is_null()) {
+    s.fenced = NetFenceInstalled(sandbox);
+    if (s.fenced) s.fence = "nftables";
+  }
   s.pid = RunningPid(sandbox);
   return s;
 }
@@ -136,7 +170,11 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
   EgressState s;
   s.proxy = Cat("http://", link.gateway, ":", kSandboxProxyPort);
   s.pid = RunningPid(sandbox);
-  if (s.pid && NetFenceInstalled(sandbox)) {
+  bool loopback = link.interface.empty();
+  s.fence = loopback ? "backend" : "nftables";
+  // The running ss-net is kept when it listens where this link needs it.
+  if (s.pid && (loopback ? OnLoopback(ReadRecord(sandbox))
+                         : !OnLoopback(ReadRecord(sandbox)) && NetFenceInstalled(sandbox))) {
     s.fenced = true;
     return s;
   }
@@ -155,7 +193,11 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
     last = nlohmann::json::parse(*text, nullptr, false).value("ready", nlohmann::json());
   }
   nlohmann::json ready = StartServer(sandbox, link, last);
-  if (ready.is_null() && !last.is_null()) ready = StartServer(sandbox, link, nlohmann::json());
+  // Any free ports when those are taken, a few times: the resolver's TCP side takes the port its
+  // UDP side was given, which a TCP listener may already hold (on loopback, more likely).
+  for (int i = 0; ready.is_null() && i < 3; ++i) {
+    ready = StartServer(sandbox, link, nlohmann::json());
+  }
   if (ready.is_null()) {
     throw Error(kExitUnavailable,
                 Cat("cannot start the network proxy of sandbox ", Quoted(sandbox)),
@@ -164,10 +206,12 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
   }
   pid_t pid = ready["pid"].get<int>();
   ready.erase("pid");
-  AtomicWrite(
-      ServeRecord(sandbox),
-      nlohmann::json({{"pid", pid}, {"ready", ready}, {"sandbox_proxy", s.proxy}}).dump() + "\n",
-      0600);
+  nlohmann::json record = {{"pid", pid}, {"ready", ready}, {"sandbox_proxy", s.proxy}};
+  if (loopback) record["interface"] = "";
+  AtomicWrite(ServeRecord(sandbox), record.dump() + "\n", 0600);
+  s.pid = pid;
+  s.fenced = true;
+  if (loopback) return s;  // the backend's own fence holds the link
   NetFence fence{sandbox,
                  link.interface,
                  link.gateway,
@@ -176,8 +220,6 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
                  PortOf(ready, "dns"),
                  link.dhcp};
   ApplyNetFence(fence);
-  s.pid = pid;
-  s.fenced = true;
   return s;
 }
 
@@ -186,8 +228,12 @@ void StopEgress(const std::string& sandbox) {
 }
 
 void RemoveEgress(const std::string& sandbox) {
+  nlohmann::json record = ReadRecord(sandbox);
   StopEgress(sandbox);
-  RemoveNetFence(sandbox);
+  // Only a sandbox that had a fence installed has rules to remove (its record is written first);
+  // a link the backend fenced itself never had any. Its user may have no right to touch
+  // nftables at all (QEMU runs without root).
+  if (!record.is_null() && !OnLoopback(record)) RemoveNetFence(sandbox);
 }
 
 }  // namespace ss

@@ -7,6 +7,7 @@
 // it gone (every start and every session asks), on new ports, and the fence follows them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,16 +15,33 @@
 namespace ss {
 
 struct EgressLink {
-  std::string interface;  // the host side of the sandbox's link
-  std::string gateway;    // the host's IPv4 address there
-  bool dhcp = false;      // the sandbox gets its address by DHCP from the host
+  // The host side of the sandbox's link, fenced with nftables. Empty: the backend fences the
+  // link itself and the sandbox reaches nothing but what the backend relays to ss-net (QEMU's
+  // restricted user network and its guestfwd relays, `ss-net relay`); ss-net then listens on
+  // loopback only and no nftables fence is installed.
+  std::string interface;
+  // The host's IPv4 address there; with no interface, the address at which the sandbox sees
+  // ss-net's proxy and resolver (QEMU: kQemuEgressAddress).
+  std::string gateway;
+  bool dhcp = false;  // the sandbox gets its address by DHCP from the host
 };
 
 struct EgressState {
   bool fenced = false;
-  int pid = 0;        // the running ss-net, or 0
-  std::string proxy;  // where the sandbox's HTTP(S)_PROXY points: "http://GATEWAY:3128"
+  // What fences it: "nftables", or "backend" (a link without an interface: the backend's own,
+  // such as QEMU's restricted user network).
+  std::string fence;
+  int pid = 0;            // the running ss-net, or 0
+  std::string proxy;      // where the sandbox's HTTP(S)_PROXY points: "http://GATEWAY:3128"
 };
+
+// Which of ss-net's listeners a relay connects to.
+enum class EgressService { kProxy, kDns };
+
+// The loopback port of the sandbox's running ss-net for `service`; nothing when ss-net does not
+// run (a relay then refuses the connection: the sandbox reaches nothing). Read afresh for every
+// connection, since ss-net may have been started again on other ports.
+std::optional<int> EgressLoopbackPort(const std::string& sandbox, EgressService service);
 
 // Starts the sandbox's ss-net unless it runs, and installs the fence for its ports. Throws
 // ss::Error (69) when either cannot be done: a sandbox is never left with an open network.

@@ -181,6 +181,7 @@ class Supervisor {
     l.qmp_socket = paths_.Qmp();
     l.console_log = paths_.console_log;
     l.root = ::geteuid() == 0;
+    l.relay = ExecutableDir() + "/ss-net";  // beside ss-vm, which runs this
     std::optional<std::string> virtiofsd = FindVirtiofsd();
     bool views = QemuNeedsViews(machine);
     for (const auto& s : machine["shares"]) {
@@ -279,6 +280,7 @@ class Supervisor {
     run["supervisor"] = ProcessJson(IdentifyProcess(::getpid()));
     run["qemu"] = ProcessJson(qemu_);
     run["ssh_port"] = port;
+    run["network"] = "restricted";  // QemuNetdev: machines started before it ran on an open one
     run["accel"] = l.accel.kind;
     run["accel_reason"] = l.accel.reason;
     run["started_at"] = FormatRfc3339(NowSeconds());
@@ -502,6 +504,9 @@ int LaunchSupervisor(const QemuPaths& paths, int lock_fd, const std::string& sup
   o.new_session = true;
   o.unlisted = true;  // ss-vm itself
   o.pass_fds = {{fds[1], kReadyFd}, {lock_fd, kLockFd}};
+  // QEMU's guestfwd relays (ss-net relay) inherit this environment and find the sandbox's ss-net
+  // through it, from another working directory.
+  o.env = {{"SS_HOME", SsHome()}};
   AtomicWrite(paths.supervisor_log, "", 0600);
   pid_t pid;
   try {

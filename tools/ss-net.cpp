@@ -1,17 +1,26 @@
 // ss-net: a sandbox's egress. `serve` is the host-side proxy and resolver that are a sandbox's only
 // ways out; allow, deny, mode and ls change and show its policy (a running server follows within
 // a second); log shows what it let through and what it refused.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <asio/buffer.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/posix/stream_descriptor.hpp>
 #include <asio/signal_set.hpp>
+#include <asio/write.hpp>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "egress.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "net_ca.hpp"
@@ -39,6 +48,7 @@ constexpr const char* kUsage =
        ss-net fence apply --sandbox NAME --interface IF --gateway ADDR --proxy-port PORT
                     --transparent-port PORT --dns-port PORT [--dhcp]
        ss-net fence remove|check --sandbox NAME
+       ss-net relay --sandbox NAME --to proxy|dns
 
 A sandbox's network: everything it sends outside goes through ss-net's proxy and resolver on
 the host, which let through only what the sandbox's policy allows, and log every connection and
@@ -64,6 +74,8 @@ Commands:
                         install, remove or look for (exit 1: none) the host's firewall rules
                         around a sandbox's link that send its traffic to ss-net and refuse the
                         rest (see ss-net(1))
+  relay                 join standard input and output to the sandbox's running ss-net, on
+                        loopback (QEMU runs one per connection of the guest; see ss-net(1))
 
 Options:
   --sandbox NAME        the sandbox (default: SS_SANDBOX, CLAUDE_SANDBOX, super-sandbox)
@@ -87,6 +99,9 @@ fence:
   --proxy-port PORT, --transparent-port PORT, --dns-port PORT
                         ss-net's ports there
   --dhcp                let the sandbox's DHCP requests reach the host
+
+relay:
+  --to proxy|dns        the proxy, or the resolver (DNS over TCP)
 )";
 
 struct Options {
@@ -101,6 +116,8 @@ struct Options {
   std::string upstream_dns, policy, log;
   // fence
   NetFence fence;
+  // relay
+  std::string to;
 };
 
 Options ParseArgs(const Args& args) {
@@ -145,6 +162,8 @@ Options ParseArgs(const Args& args) {
                            : o.fence.transparent_port) = static_cast<int>(*port);
     } else if (a == "--dhcp") {
       o.fence.dhcp = true;
+    } else if (a == "--to") {
+      o.to = value();
     } else if (a.size() > 1 && a[0] == '-') {
       throw usage(Cat("unknown option ", Quoted(a)));
     } else if (o.verb.empty()) {
@@ -155,7 +174,7 @@ Options ParseArgs(const Args& args) {
   }
   if (o.help) return o;
   static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode",  "ls",
-                                                  "log",   "serve", "fence", "ca"};
+                                                  "log",   "serve", "fence", "ca", "relay"};
   if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
   bool fencing = o.verb == "fence";
   bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() || o.fence.proxy_port ||
@@ -204,6 +223,13 @@ Options ParseArgs(const Args& args) {
     throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
   }
   if (serving && o.sandbox.empty()) throw usage("serve needs --sandbox NAME");
+  if (o.verb == "relay") {
+    if (o.sandbox.empty()) throw usage("relay needs --sandbox NAME");
+    if (o.to != "proxy" && o.to != "dns") throw usage("relay needs --to proxy or --to dns");
+    if (!o.words.empty()) throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
+  } else if (!o.to.empty()) {
+    throw usage("--to is for relay");
+  }
   if (serving && o.proxy.empty() && o.transparent.empty() && o.dns.empty()) {
     throw usage("serve needs at least one of --proxy, --transparent, --dns");
   }
@@ -288,6 +314,76 @@ int Serve(const Options& o) {
   return 0;
 }
 
+// One direction of a relay: what `from` reads, `to` writes; at the end of `from`, `done`.
+template <typename From, typename To>
+void Pump(From& from, To& to, std::array<char, 16384>& buf, std::function<void()> done) {
+  from.async_read_some(asio::buffer(buf), [&from, &to, &buf, done](std::error_code ec, size_t n) {
+    if (ec) return done();
+    asio::async_write(to, asio::buffer(buf.data(), n),
+                      [&from, &to, &buf, done](std::error_code written, size_t) {
+                        if (written) return done();
+                        Pump(from, to, buf, done);
+                      });
+  });
+}
+
+// QEMU's guestfwd runs this for each connection of the guest to ss-net's address, with the
+// connection on standard input, output and error. The port is read for each connection: ss-net
+// is started again on other ports when it was gone. With ss-net not running, the connection is
+// closed at once: the guest reaches nothing.
+int Relay(const Options& o) {
+  // Standard error is the guest's connection too (under QEMU): nothing of ours goes there.
+  struct stat in_st {
+  }, err_st{};
+  if (::fstat(0, &in_st) == 0 && ::fstat(2, &err_st) == 0 && S_ISSOCK(in_st.st_mode) &&
+      in_st.st_ino == err_st.st_ino && in_st.st_dev == err_st.st_dev) {
+    int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, 2);
+      ::close(null_fd);
+    }
+  }
+  ValidateSandboxName(o.sandbox);
+  auto service = o.to == "proxy" ? EgressService::kProxy : EgressService::kDns;
+  std::optional<int> port = EgressLoopbackPort(o.sandbox, service);
+  if (!port) {
+    throw Error(kExitUnavailable,
+                Cat("the network proxy of sandbox ", Quoted(o.sandbox), " is not running"), {},
+                {"ss starts it with the sandbox's next command"});
+  }
+  signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  asio::ip::tcp::socket up(io);
+  std::error_code ec;
+  up.connect({asio::ip::address_v4::loopback(), static_cast<uint16_t>(*port)}, ec);
+  if (ec) {
+    throw Error(kExitUnavailable, Cat("cannot reach the network proxy of sandbox ",
+                                      Quoted(o.sandbox), ": ", ec.message()));
+  }
+  asio::posix::stream_descriptor in(io, ::dup(0)), out(io, ::dup(1));
+  std::array<char, 16384> to_up{}, to_guest{};
+  Pump(in, up, to_up, [&] {
+    std::error_code ignored;
+    up.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  });
+  Pump(up, out, to_guest, [&] {
+    // The guest sees the end of the connection (a socket under QEMU; a pipe in tests).
+    if (::shutdown(out.native_handle(), SHUT_WR) != 0) out.close();
+  });
+  io.run();
+  return 0;
+}
+
+// Adds each rule to `to` (once) and removes it from `from`.
+void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const std::vector<NetRule>& rules) {
+  for (const NetRule& rule : rules) {
+    std::erase_if(from, [&](const NetRule& r) { return r.text == rule.text; });
+    if (std::none_of(to.begin(), to.end(), [&](const NetRule& r) { return r.text == rule.text; })) {
+      to.push_back(rule);
+    }
+  }
+}
+
 int Ls(const std::string& sandbox, const NetPolicy& policy, bool json) {
   if (json) {
     nlohmann::json j = nlohmann::json::parse(NetPolicyToJson(policy));
@@ -348,10 +444,7 @@ int Run(const Options& o) {
     return 0;
   }
   if (o.verb == "serve") return Serve(o);
-  if (o.verb == "ca") {
-    std::cout << NetCa::LoadOrCreate().cert_pem();
-    return 0;
-  }
+                                                  "log",   "serve", "fence", "ca", "relay"};
   if (o.verb == "fence") {
     ValidateSandboxName(o.sandbox);
     if (o.words[0] == "remove") {

@@ -266,6 +266,7 @@ int Status(const Options& o, const Config& config) {
                       {"allow", policy.allow.size()},
                       {"deny", policy.deny.size()},
                       {"fenced", egress.fenced},
+                      {"fence", egress.fence.empty() ? Json() : Json(egress.fence)},
                       {"proxy_pid", egress.pid ? Json(egress.pid) : Json()}};
     doc["agent_logged_in"] =
         guest && guest->agent_logged_in ? Json(*guest->agent_logged_in) : Json();

@@ -251,6 +251,72 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
     and .type == "TXT" and .rule == "mode allowlist")) | length == 1'
 }
 
+# dns_over STDIN_CMD...: one A lookup of allowed.test, DNS over TCP through CMD's standard input
+# and output (as QEMU hands a guest's connection to ss-net relay): "rcode N ADDRESS...".
+dns_over() {
+  python3 - "$@" <<'EOF'
+import socket, struct, subprocess, sys
+q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x07allowed\x04test\x00" + struct.pack("!HH", 1, 1)
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+p.stdin.write(struct.pack("!H", len(q)) + q)
+p.stdin.flush()
+n = struct.unpack("!H", p.stdout.read(2))[0]
+a = p.stdout.read(n)
+p.stdin.close()
+p.wait(10)
+print("rcode", a[3] & 15, socket.inet_ntoa(a[-4:]) if a[7] else "")
+EOF
+}
+
+@test "relay: joins standard input and output to the sandbox's ss-net on loopback, found afresh for each connection; fails closed" {
+  relay=("$SS_BUILD_DIR/libexec/ss/ss-net" relay --sandbox box)
+  run --separate-stderr "${relay[@]}"
+  assert_failure 64
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: relay needs --to proxy or --to dns" "hint: see 'ss-net --help'")"
+  run --separate-stderr "${relay[@]}" --to smtp
+  assert_failure 64
+  run --separate-stderr "$SS_BUILD_DIR/libexec/ss/ss-net" relay --to proxy
+  assert_failure 64
+  run --separate-stderr ss net ls --to dns
+  assert_failure 64
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: --to is for relay" "hint: see 'ss-net --help'")"
+  # No ss-net: the connection is closed at once.
+  run --separate-stderr "${relay[@]}" --to proxy </dev/null
+  assert_failure 69
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: the network proxy of sandbox 'box' is not running" "hint: ss starts it with the sandbox's next command")"
+
+  fake_internet
+  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  record() {  # what ss writes for an ss-net on loopback (egress.cpp)
+    jq -c --argjson pid "$1" '{pid: $pid, interface: "", ready: .}' "$W/ready.json" \
+      >"$SS_HOME/.ss/sandboxes/box/net/serve.json"
+  }
+  serve --proxy 127.0.0.1:0 --dns 127.0.0.1:0
+  record "${PIDS[-1]}"
+  run bash -c '{ printf "GET http://allowed.test:$1/ HTTP/1.0\r\n\r\n"; sleep 1; } | "${@:2}" --to proxy' \
+    _ "$HTTP_PORT" "${relay[@]}"
+  assert_success
+  assert_line --partial "HTTP/1.1 200"
+  assert_line "hello from outside"
+  run dns_over "${relay[@]}" --to dns
+  assert_output "rcode 0 127.0.0.1"
+  # ss-net gone, then started again on other ports: the next connection goes there.
+  first=${PIDS[-1]}
+  serve --proxy 127.0.0.1:0 --dns 127.0.0.1:0
+  kill "$first"
+  wait "$first" 2>/dev/null || true
+  run "${relay[@]}" --to dns </dev/null
+  assert_failure 69
+  record "${PIDS[-1]}"
+  run dns_over "${relay[@]}" --to dns
+  assert_output "rcode 0 127.0.0.1"
+  # An ss-net behind a firewall fence (not on loopback) is not for relays.
+  jq -c 'del(.interface)' "$SS_HOME/.ss/sandboxes/box/net/serve.json" >"$W/r" &&
+    mv "$W/r" "$SS_HOME/.ss/sandboxes/box/net/serve.json"
+  run "${relay[@]}" --to proxy </dev/null
+  assert_failure 69
+}
+
 @test "net: transparent interception decides on SNI and Host, and resets what it refuses" {
   NS="ssnet-test-$$"
   ip netns add "$NS"

@@ -1,9 +1,10 @@
-# Run as root inside a fenced sandbox (python3 - OUTSIDE GATEWAY PROXY_PORT HOST_PORT <
-# bypass.py): tries every way out the fence must close and prints one line per attempt,
-# "blocked NAME" or "LEAKED NAME: what came back", then "tried N blocked M". OUTSIDE is the
-# stand-in internet (fake_internet_up: every service there answers "outside says hi"); HOST_PORT
-# a service of the host's on every address that answers the same; evil.test is not allowed. The
-# caller also checks that nothing arrived outside (datagrams, lookups).
+# Run as root inside a fenced sandbox (python3 - OUTSIDE HOST PROXY HOST_PORT < bypass.py): tries
+# every way out the fence must close and prints one line per attempt, "blocked NAME" or
+# "LEAKED NAME: what came back", then "tried N blocked M". OUTSIDE is the stand-in internet
+# (fake_internet_up: every service there answers "outside says hi"); HOST the host's address as
+# the sandbox sees it, where HOST_PORT is a service of the host's that answers the same; PROXY
+# ss-net's proxy (ADDR:PORT); evil.test is not allowed. The caller also checks that nothing
+# arrived outside (datagrams, lookups). What it changes in the sandbox's network it puts back.
 #
 # It changes the network of the machine it runs on (addresses, routes, firewall): it refuses to
 # run anywhere but in a sandbox or a network namespace of a test's own.
@@ -19,7 +20,13 @@ if not os.path.exists("/var/lib/ss/provisioned") and not subprocess.run(
     sys.exit("bypass.py: not in a sandbox or a network namespace of a test's own; refusing")
 
 OUTSIDE, GATEWAY = sys.argv[1], sys.argv[2]
-PROXY_PORT, HOST_PORT = int(sys.argv[3]), int(sys.argv[4])
+PROXY_HOST, PROXY_PORT = sys.argv[3].rsplit(":", 1)[0], int(sys.argv[3].rsplit(":", 1)[1])
+HOST_PORT = int(sys.argv[4])
+# The sandbox's link: its interface with a global IPv4 address.
+_addr = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True,
+                       text=True).stdout.split()
+LINK, MINE = _addr[1], _addr[3]
+undo = []
 MARK = b"outside says hi"
 results = []
 
@@ -170,9 +177,11 @@ def _():
 
 @attempt("IPv6 to an outside address")
 def _():
-    subprocess.run(["ip", "-6", "addr", "add", "2001:db8:5::2/64", "dev", "eth0"],
+    subprocess.run(["ip", "-6", "addr", "add", "2001:db8:5::2/64", "dev", LINK],
                    capture_output=True)
-    subprocess.run(["ip", "-6", "route", "add", "default", "dev", "eth0"], capture_output=True)
+    subprocess.run(["ip", "-6", "route", "add", "default", "dev", LINK], capture_output=True)
+    undo.append(["ip", "-6", "route", "del", "default", "dev", LINK])
+    undo.append(["ip", "-6", "addr", "del", "2001:db8:5::2/64", "dev", LINK])
     return tcp("2001:db8::2", 8080, get("x"), family=socket.AF_INET6, timeout=3)
 
 
@@ -183,31 +192,29 @@ def _():
 
 @attempt("the proxy, CONNECT to a disallowed name")
 def _():
-    return tcp(GATEWAY, PROXY_PORT, b"CONNECT evil.test:80 HTTP/1.1\r\nHost: evil.test:80\r\n\r\n"
+    return tcp(PROXY_HOST, PROXY_PORT, b"CONNECT evil.test:80 HTTP/1.1\r\nHost: evil.test:80\r\n\r\n"
                + get("evil.test"))
 
 
 @attempt("the proxy, CONNECT to an outside address")
 def _():
-    return tcp(GATEWAY, PROXY_PORT,
+    return tcp(PROXY_HOST, PROXY_PORT,
                f"CONNECT {OUTSIDE}:8080 HTTP/1.1\r\nHost: {OUTSIDE}:8080\r\n\r\n".encode()
                + get(OUTSIDE))
 
 
 @attempt("the proxy, to a service on the host's loopback")
 def _():
-    return tcp(GATEWAY, PROXY_PORT,
+    return tcp(PROXY_HOST, PROXY_PORT,
                f"GET http://127.0.0.1:{HOST_PORT}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
 
 
 @attempt("another address of its own, then TCP to another port")
 def _():
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", "eth0"], capture_output=True,
-                         text=True).stdout.split()
-    mine = out[out.index("inet") + 1]
-    base, prefix = mine.split("/")
+    base, prefix = MINE.split("/")
     other = ".".join(base.split(".")[:3] + ["250"])
-    subprocess.run(["ip", "addr", "add", f"{other}/{prefix}", "dev", "eth0"], capture_output=True)
+    subprocess.run(["ip", "addr", "add", f"{other}/{prefix}", "dev", LINK], capture_output=True)
+    undo.append(["ip", "addr", "del", f"{other}/{prefix}", "dev", LINK])
     return tcp(OUTSIDE, 8080, get(OUTSIDE), source=other, timeout=3)
 
 
@@ -215,11 +222,13 @@ def _():
 def _():
     subprocess.run(["iptables", "-P", "OUTPUT", "ACCEPT"], capture_output=True)
     subprocess.run(["iptables", "-F"], capture_output=True)
-    subprocess.run(["ip", "route", "replace", "198.51.100.0/24", "dev", "eth0"],
-                   capture_output=True)
+    subprocess.run(["ip", "route", "replace", f"{OUTSIDE}/32", "dev", LINK], capture_output=True)
+    undo.append(["ip", "route", "del", f"{OUTSIDE}/32", "dev", LINK])
     return tcp(OUTSIDE, 8080, get(OUTSIDE), timeout=3)
 
 
+for command in reversed(undo):
+    subprocess.run(command, capture_output=True)
 for line in results:
     print(line)
 print(f"tried {len(results)} blocked {sum(r.startswith('blocked') for r in results)}")

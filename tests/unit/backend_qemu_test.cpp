@@ -94,8 +94,12 @@ QemuLaunch Launch() {
   l.ssh_port = 40022;
   l.qmp_socket = "/m/qmp.sock";
   l.console_log = "/m/console.log";
+  l.relay = "/opt/ss/libexec/ss/ss-net";
   return l;
 }
+
+// The netdev's relays, as QEMU hands them to the guestfwd: (address:port, command).
+constexpr const char* kRestricted = "user,id=net0,restrict=on,ipv6=off,hostfwd=tcp:127.0.0.1:";
 
 TEST(QemuArgv, TcgWithVirtiofs) {
   QemuLaunch l = Launch();
@@ -113,7 +117,7 @@ TEST(QemuArgv, TcgWithVirtiofs) {
   EXPECT_TRUE(Has(a, "-append", "root=/dev/vda rw console=ttyS0"));
   EXPECT_TRUE(Has(a, "-drive", "file=/m/disk.qcow2,if=virtio,id=disk,format=qcow2,discard=unmap"));
   EXPECT_TRUE(Has(a, "-drive", "file=/m/seed.iso,if=virtio,format=raw,readonly=on"));
-  EXPECT_TRUE(Has(a, "-netdev", "user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22"));
+  EXPECT_TRUE(Has(a, "-netdev", QemuNetdev(l)));
   EXPECT_TRUE(Has(a, "-chardev", "socket,id=vfs-projects,path=/m/vfs-projects.sock"));
   EXPECT_TRUE(Has(a, "-device", "vhost-user-fs-pci,chardev=vfs-projects,tag=projects"));
   EXPECT_TRUE(Has(a, "-qmp", "unix:/m/qmp.sock,server=on,wait=off"));
@@ -137,7 +141,42 @@ TEST(QemuArgv, KvmAnd9pWithoutRoot) {
 TEST(QemuArgv, PortZeroLetsQemuChoose) {
   QemuLaunch l = Launch();
   l.ssh_port = 0;
-  EXPECT_TRUE(Has(QemuArgv(l), "-netdev", "user,id=net0,hostfwd=tcp:127.0.0.1:0-:22"));
+  EXPECT_TRUE(QemuNetdev(l).starts_with(Cat(kRestricted, "0-:22,")));
+}
+
+TEST(QemuNetdev, RestrictedToSshInAndTheRelaysOut) {
+  QemuLaunch l = Launch();
+  EXPECT_EQ(QemuNetdev(l),
+            Cat(kRestricted,
+                "40022-:22,"
+                "guestfwd=tcp:10.0.2.100:3128-cmd:'/opt/ss/libexec/ss/ss-net' relay --sandbox "
+                "'box' --to proxy,"
+                "guestfwd=tcp:10.0.2.100:53-cmd:'/opt/ss/libexec/ss/ss-net' relay --sandbox "
+                "'box' --to dns"));
+  // libslirp refuses guestfwd on the host's and the DNS address.
+  EXPECT_NE(std::string(kQemuEgressAddress), "10.0.2.2");
+  EXPECT_NE(std::string(kQemuEgressAddress), "10.0.2.3");
+}
+
+TEST(QemuNetdev, TheRelaysPathIsOneWordAndItsCommasAreEscaped) {
+  QemuLaunch l = Launch();
+  l.relay = "/home/a b/it's,here/ss-net";
+  std::string netdev = QemuNetdev(l);
+  // g_shell_parse_argv's quoting (as sh's), then QEMU's doubled commas.
+  EXPECT_NE(netdev.find("-cmd:'/home/a b/it'\\''s,,here/ss-net' relay --sandbox 'box' --to "
+                        "proxy,guestfwd="),
+            std::string::npos)
+      << netdev;
+}
+
+TEST(QemuUserData, TheGuestAsksSsNetsResolverOverTcp) {
+  std::string base = "#cloud-config\nhostname: box\nruncmd:\n  - [true]";
+  std::string out = QemuUserData(base);
+  EXPECT_TRUE(out.starts_with(base + "\n"));
+  EXPECT_NE(out.find("\nbootcmd:\n"), std::string::npos);
+  EXPECT_NE(out.find(Cat("nameserver ", kQemuEgressAddress, "\\noptions use-vc")),
+            std::string::npos)
+      << out;
 }
 
 TEST(QemuArgv, OptionValuesDoubleCommas) {
