@@ -173,8 +173,8 @@ Options ParseArgs(const Args& args) {
     }
   }
   if (o.help) return o;
-  static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode",  "ls",
-                                                  "log",   "serve", "fence", "ca", "relay"};
+  static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode", "ls",   "log",
+                                                  "serve", "fence", "ca",   "relay"};
   if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
   bool fencing = o.verb == "fence";
   bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() || o.fence.proxy_port ||
@@ -374,16 +374,6 @@ int Relay(const Options& o) {
   return 0;
 }
 
-// Adds each rule to `to` (once) and removes it from `from`.
-void Move(std::vector<NetRule>& to, std::vector<NetRule>& from, const std::vector<NetRule>& rules) {
-  for (const NetRule& rule : rules) {
-    std::erase_if(from, [&](const NetRule& r) { return r.text == rule.text; });
-    if (std::none_of(to.begin(), to.end(), [&](const NetRule& r) { return r.text == rule.text; })) {
-      to.push_back(rule);
-    }
-  }
-}
-
 int Ls(const std::string& sandbox, const NetPolicy& policy, bool json) {
   if (json) {
     nlohmann::json j = nlohmann::json::parse(NetPolicyToJson(policy));
@@ -444,7 +434,11 @@ int Run(const Options& o) {
     return 0;
   }
   if (o.verb == "serve") return Serve(o);
-                                                  "log",   "serve", "fence", "ca", "relay"};
+  if (o.verb == "relay") return Relay(o);
+  if (o.verb == "ca") {
+    std::cout << NetCa::LoadOrCreate().cert_pem();
+    return 0;
+  }
   if (o.verb == "fence") {
     ValidateSandboxName(o.sandbox);
     if (o.words[0] == "remove") {
