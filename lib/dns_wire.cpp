@@ -134,6 +134,34 @@ std::vector<std::string> DnsAddresses(std::string_view m) {
   return out;
 }
 
+bool CapDnsTtls(std::string& m, uint32_t most) {
+  if (m.size() < kHeader) return false;
+  size_t at = kHeader;
+  for (uint16_t i = 0, n = Get16(m, 4); i < n; ++i) {
+    if (!SkipName(m, at) || at + 4 > m.size()) return false;
+    at += 4;
+  }
+  uint32_t records = uint32_t{Get16(m, 6)} + Get16(m, 8) + Get16(m, 10);
+  for (uint32_t i = 0; i < records; ++i) {
+    if (!SkipName(m, at) || at + 10 > m.size()) return false;
+    uint16_t type = Get16(m, at);
+    uint16_t length = Get16(m, at + 8);
+    if (type != 41) {  // OPT (EDNS) keeps its own fields where a TTL would be
+      uint32_t ttl = (uint32_t{Get16(m, at + 4)} << 16) | Get16(m, at + 6);
+      if (ttl > most) {
+        m[at + 4] = static_cast<char>(most >> 24);
+        m[at + 5] = static_cast<char>(most >> 16);
+        m[at + 6] = static_cast<char>(most >> 8);
+        m[at + 7] = static_cast<char>(most);
+      }
+    }
+    at += 10;
+    if (at + length > m.size()) return false;
+    at += length;
+  }
+  return true;
+}
+
 std::string DnsTypeName(uint16_t type) {
   switch (type) {
     case kDnsTypeA:

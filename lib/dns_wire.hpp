@@ -49,6 +49,10 @@ std::string DnsQuery(uint16_t id, std::string_view name, uint16_t type);
 // section of `answer`, in order; empty for a malformed answer or one with an error.
 std::vector<std::string> DnsAddresses(std::string_view answer);
 
+// Lowers every record's time to live in `answer` to at most `most` seconds (in place); false,
+// and nothing trusted, for a malformed message.
+bool CapDnsTtls(std::string& answer, uint32_t most);
+
 // "A", "AAAA", "TXT", … or "TYPE<n>".
 std::string DnsTypeName(uint16_t type);
 

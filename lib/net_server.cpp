@@ -1034,7 +1034,9 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     std::string upstream_query = DnsQuery(NewId(), q->name, q->type);
     std::string answer = co_await AskUpstream(upstream_query);
     auto uq = ParseDnsQuery(upstream_query);
-    if (answer.empty() || !DnsAnswers(answer, upstream_query, *uq)) {
+    // Answers are kept by the sandbox's resolver for a second at most: a name the policy stops
+    // allowing stops resolving at once.
+    if (answer.empty() || !DnsAnswers(answer, upstream_query, *uq) || !CapDnsTtls(answer, 1)) {
       event.update({{"verdict", "fail"}, {"rule", v.rule}, {"reason", "no answer upstream"}});
       Log(event);
       co_return DnsReply(query, *q, kDnsServFail);
@@ -1140,19 +1142,28 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       transparent.push_back(Listen(at, "transparent proxy"));
     }
     for (const auto& at : options.dns) {
-      udp::socket socket(io);
-      std::error_code ec;
-      socket.open(at.protocol(), ec);
-      if (!ec && at.address().is_v4()) socket.set_option(FreeBind(true), ec);
-      if (!ec) socket.bind(at, ec);
-      if (ec) {
-        throw Error(kExitUnavailable, Cat("cannot listen for DNS on ", at.address().to_string(),
-                                          " port ", at.port(), ": ", ec.message()));
+      // The TCP side on the same port as the UDP side; when the port is chosen (0), the one
+      // the UDP side got may be taken for TCP: another is tried then.
+      for (int attempt = 0;; ++attempt) {
+        udp::socket socket(io);
+        std::error_code ec;
+        socket.open(at.protocol(), ec);
+        if (!ec && at.address().is_v4()) socket.set_option(FreeBind(true), ec);
+        if (!ec) socket.bind(at, ec);
+        if (ec) {
+          throw Error(kExitUnavailable, Cat("cannot listen for DNS on ", at.address().to_string(),
+                                            " port ", at.port(), ": ", ec.message()));
+        }
+        try {
+          dns_tcp.push_back(
+              Listen(tcp::endpoint(at.address(), socket.local_endpoint().port()), "DNS over TCP"));
+        } catch (const Error&) {
+          if (at.port() != 0 || attempt == 9) throw;
+          continue;
+        }
+        dns_udp.push_back(std::move(socket));
+        break;
       }
-      // The TCP side on the same port as the UDP side (its port chosen there when 0).
-      dns_tcp.push_back(
-          Listen(tcp::endpoint(at.address(), socket.local_endpoint().port()), "DNS over TCP"));
-      dns_udp.push_back(std::move(socket));
     }
     auto self = shared_from_this();
     for (auto& a : proxy) asio::co_spawn(io, Accept(a, &State::ServeProxy), asio::detached);

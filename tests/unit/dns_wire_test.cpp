@@ -112,6 +112,35 @@ TEST(DnsWire, ReadsAddressesFromAnAnswer) {
   }
 }
 
+TEST(DnsWire, TimesToLiveAreCappedInPlace) {
+  std::string a = DnsQuery(7, "example.com", kDnsTypeA);
+  a[2] = '\x81';
+  a[3] = '\x80';
+  a[7] = 2;
+  auto rr = [](const std::string& ttl, const std::string& data) {
+    return std::string("\xc0\x0c\0\1\0\1", 6) + ttl + std::string(1, 0) +
+           std::string(1, static_cast<char>(data.size())) + data;
+  };
+  a += rr(std::string("\0\0\x0e\x10", 4), std::string("\xc6\x33\x64\x02", 4));  // an hour
+  a += rr(std::string("\0\0\0\0", 4), std::string("\xc6\x33\x64\x03", 4));      // none
+  std::string capped = a;
+  ASSERT_TRUE(CapDnsTtls(capped, 1));
+  EXPECT_EQ(capped.substr(a.size() - 26, 4), std::string("\0\0\0\1", 4));
+  EXPECT_EQ(capped.substr(a.size() - 10, 4), std::string("\0\0\0\0", 4));
+  EXPECT_EQ(DnsAddresses(capped), DnsAddresses(a));
+  std::string cut = a.substr(0, a.size() - 3);
+  EXPECT_FALSE(CapDnsTtls(cut, 1));
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::string m = a;
+    m[rng() % m.size()] = static_cast<char>(rng());
+    m.resize(rng() % (m.size() + 1));
+    size_t size = m.size();
+    CapDnsTtls(m, 1);
+    EXPECT_EQ(m.size(), size);
+  }
+}
+
 TEST(DnsWire, TypeNames) {
   EXPECT_EQ(DnsTypeName(kDnsTypeTxt), "TXT");
   EXPECT_EQ(DnsTypeName(4242), "TYPE4242");
