@@ -5,11 +5,7 @@
 namespace ss {
 
 std::optional<std::string> HttpHead::Header(std::string_view name) const {
-  std::string want = ToLower(name);
-  for (const auto& [key, value] : headers) {
-    if (ToLower(key) == want) return value;
-  }
-  return std::nullopt;
+  return FindHeader(headers, name);
 }
 
 size_t HttpHeadLength(std::string_view bytes) {
@@ -32,6 +28,33 @@ bool Visible(std::string_view s) {
 
 }  // namespace
 
+bool ParseHeaderLines(std::string_view text, size_t line_end, HttpHeaders& headers) {
+  while (line_end != std::string_view::npos) {
+    size_t start = line_end + 2;
+    line_end = text.find("\r\n", start);
+    std::string_view line = text.substr(
+        start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start);
+    size_t colon = line.find(':');
+    // No obsolete line folding, no bare CR or LF, a token for a name.
+    if (colon == 0 || colon == std::string_view::npos ||
+        !OnlyChars(line.substr(0, colon), kTokenChars) ||
+        line.find_first_of("\r\n") != std::string_view::npos) {
+      return false;
+    }
+    headers.emplace_back(std::string(line.substr(0, colon)),
+                         std::string(Trim(line.substr(colon + 1))));
+  }
+  return true;
+}
+
+std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_view name) {
+  std::string want = ToLower(name);
+  for (const auto& [key, value] : headers) {
+    if (ToLower(key) == want) return value;
+  }
+  return std::nullopt;
+}
+
 std::optional<HttpHead> ParseHttpHead(std::string_view bytes) {
   size_t length = HttpHeadLength(bytes);
   if (length == 0 || length > kMaxHttpHead) return std::nullopt;
@@ -49,21 +72,7 @@ std::optional<HttpHead> ParseHttpHead(std::string_view bytes) {
   head.method = words[0];
   head.target = words[1];
   head.version = words[2];
-  while (line_end != std::string_view::npos) {
-    size_t start = line_end + 2;
-    line_end = text.find("\r\n", start);
-    line = text.substr(
-        start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start);
-    size_t colon = line.find(':');
-    // No obsolete line folding, no bare CR or LF, a token for a name.
-    if (colon == 0 || colon == std::string_view::npos ||
-        !OnlyChars(line.substr(0, colon), kTokenChars) ||
-        line.find_first_of("\r\n") != std::string_view::npos) {
-      return std::nullopt;
-    }
-    head.headers.emplace_back(std::string(line.substr(0, colon)),
-                              std::string(Trim(line.substr(colon + 1))));
-  }
+  if (!ParseHeaderLines(text, line_end, head.headers)) return std::nullopt;
   return head;
 }
 

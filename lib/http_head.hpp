@@ -12,11 +12,21 @@ namespace ss {
 
 inline constexpr size_t kMaxHttpHead = 16 * 1024;
 
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;  // in order, values trimmed
+
+// Appends the header lines of a head's `text` (its final CRLF CRLF left out) after the start line
+// that ends at `line_end`; false for a line that is not "name: value" (a token for a name, no
+// obsolete folding, no bare CR or LF).
+bool ParseHeaderLines(std::string_view text, size_t line_end, HttpHeaders& headers);
+
+// The first value of header `name` (any case), or nothing.
+std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_view name);
+
 struct HttpHead {
   std::string method;   // "CONNECT", "GET", …
   std::string target;   // "host:443", "http://host/path", "/path"
   std::string version;  // "HTTP/1.1"
-  std::vector<std::pair<std::string, std::string>> headers;  // in order, values trimmed
+  HttpHeaders headers;
   size_t size = 0;  // bytes of the head, the blank line included
 
   // The first value of header `name` (any case), or nothing.

@@ -64,11 +64,7 @@ std::optional<BodyFraming> Framing(const Headers& headers, bool request) {
 }  // namespace
 
 std::optional<std::string> HttpResponseHead::Header(std::string_view name) const {
-  std::string want = ToLower(name);
-  for (const auto& [key, value] : headers) {
-    if (ToLower(key) == want) return value;
-  }
-  return std::nullopt;
+  return FindHeader(headers, name);
 }
 
 std::optional<HttpResponseHead> ParseHttpResponseHead(std::string_view bytes) {
@@ -86,20 +82,7 @@ std::optional<HttpResponseHead> ParseHttpResponseHead(std::string_view bytes) {
   }
   head.version = std::string(line.substr(0, 8));
   head.status = std::stoi(std::string(line.substr(9, 3)));
-  while (line_end != std::string_view::npos) {
-    size_t start = line_end + 2;
-    line_end = text.find("\r\n", start);
-    line = text.substr(
-        start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start);
-    size_t colon = line.find(':');
-    if (colon == 0 || colon == std::string_view::npos ||
-        !OnlyChars(line.substr(0, colon), kTokenChars) ||
-        line.find_first_of("\r\n") != std::string_view::npos) {
-      return std::nullopt;
-    }
-    head.headers.emplace_back(std::string(line.substr(0, colon)),
-                              std::string(Trim(line.substr(colon + 1))));
-  }
+  if (!ParseHeaderLines(text, line_end, head.headers)) return std::nullopt;
   return head;
 }
 

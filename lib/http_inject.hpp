@@ -19,7 +19,7 @@ namespace ss {
 struct HttpResponseHead {
   std::string version;  // "HTTP/1.1"
   int status = 0;
-  std::vector<std::pair<std::string, std::string>> headers;
+  HttpHeaders headers;
   size_t size = 0;  // bytes of the head, the blank line included
   std::optional<std::string> Header(std::string_view name) const;
 };

@@ -5,56 +5,15 @@
 # firewall rule redirects connections to a TEST-NET-2 address to ss-net, as a backend's would.
 
 load helpers
+load net_world
 
 setup() {
-  ss_setup
-  W="$BATS_TEST_TMPDIR"
-  PIDS=()
-  export CURL_HOME="$W"  # no request waits more than 10 s
-  echo "max-time = 10" >"$W/.curlrc"
-  # The sandbox "box", as far as ss-net is concerned: its record.
-  mkdir -p "$SS_HOME/.ss/sandboxes/box"
-  echo '{"name":"box"}' >"$SS_HOME/.ss/sandboxes/box/sandbox.json"
+  net_setup
 }
 
 teardown() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
   [ -z "${NSES:-}" ] || teardown_world
-  # Under ASan and UBSan (as the suite runs these tests), whatever ss-net reported fails the test.
-  if grep -s -l -E "Sanitizer|runtime error" "$W"/*.err; then
-    cat "$W"/*.err >&2
-    return 1
-  fi
-}
-
-# in_ns CMD...: runs CMD in the test's namespace when there is one.
-in_ns() {
-  if [ -n "${NS:-}" ]; then ip netns exec "$NS" "$@"; else "$@"; fi
-}
-
-# background FILE CMD...: starts CMD (in the namespace when there is one), stdout to FILE, and
-# waits until FILE has a line.
-background() {
-  local out=$1
-  shift
-  # Started directly (not through a function, so $! is the process itself) and without Bats'
-  # descriptor 3, which Bats waits on.
-  if [ -n "${NS:-}" ]; then
-    ip netns exec "$NS" "$@" >"$out" 2>"$out.err" 3>&- &
-  else
-    "$@" >"$out" 2>"$out.err" 3>&- &
-  fi
-  PIDS+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [ -s "$out" ] && return 0
-    sleep 0.05
-  done
-  cat "$out.err" >&2
-  return 1
+  net_teardown
 }
 
 # The stand-in internet: names allowed.test, other.test, evil.test and rebind.test, the first

@@ -5,15 +5,10 @@
 # value is in ss-net's environment only; the requests carry the placeholder.
 
 load helpers
+load net_world
 
 setup() {
-  ss_setup
-  W="$BATS_TEST_TMPDIR"
-  PIDS=()
-  export CURL_HOME="$W"  # no request waits more than 10 s
-  echo "max-time = 10" >"$W/.curlrc"
-  mkdir -p "$SS_HOME/.ss/sandboxes/box"
-  echo '{"name":"box"}' >"$SS_HOME/.ss/sandboxes/box/sandbox.json"
+  net_setup
   SECRET="sk-real-value-$$-$RANDOM"
   PH="ss-placeholder-0123456789abcdef"
   PH_OTHER="ss-placeholder-other-0123456789"
@@ -22,38 +17,7 @@ setup() {
 }
 
 teardown() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
-  if grep -s -l -E "Sanitizer|runtime error" "$W"/*.err; then
-    cat "$W"/*.err >&2
-    return 1
-  fi
-}
-
-in_ns() {
-  if [ -n "${NS:-}" ]; then ip netns exec "$NS" "$@"; else "$@"; fi
-}
-
-# background FILE CMD...: CMD (in the namespace when there is one), stdout to FILE, waited for
-# until FILE has a line.
-background() {
-  local out=$1
-  shift
-  if [ -n "${NS:-}" ]; then
-    ip netns exec "$NS" "$@" >"$out" 2>"$out.err" 3>&- &
-  else
-    "$@" >"$out" 2>"$out.err" 3>&- &
-  fi
-  PIDS+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [ -s "$out" ] && return 0
-    sleep 0.05
-  done
-  cat "$out.err" >&2
-  return 1
+  net_teardown
 }
 
 # certificate NAME HOST: a self-signed certificate for HOST in $W/NAME.{crt,key}.

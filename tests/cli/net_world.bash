@@ -1,0 +1,54 @@
+# Shared by the ss-net command-line tests (net.bats, net_inject.bats): the sandbox "box" as ss-net
+# sees it, programs started in the background and stopped after the test, and a failure for
+# anything ss-net's sanitizers reported.
+
+# net_setup (in setup): the home, $W, the record of "box"; no request waits more than 10 s.
+net_setup() {
+  ss_setup
+  W="$BATS_TEST_TMPDIR"
+  PIDS=()
+  export CURL_HOME="$W"
+  echo "max-time = 10" >"$W/.curlrc"
+  mkdir -p "$SS_HOME/.ss/sandboxes/box"
+  echo '{"name":"box"}' >"$SS_HOME/.ss/sandboxes/box/sandbox.json"
+}
+
+# net_teardown (in teardown): stops what background started, removes the test's namespace, and
+# fails on sanitizer reports (the suite runs these tests under ASan and UBSan).
+net_teardown() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
+  if grep -s -l -E "Sanitizer|runtime error" "$W"/*.err; then
+    cat "$W"/*.err >&2
+    return 1
+  fi
+}
+
+# in_ns CMD...: runs CMD in the test's namespace when there is one.
+in_ns() {
+  if [ -n "${NS:-}" ]; then ip netns exec "$NS" "$@"; else "$@"; fi
+}
+
+# background FILE CMD...: starts CMD (in the namespace when there is one), stdout to FILE, and
+# waits until FILE has a line.
+background() {
+  local out=$1
+  shift
+  # Started directly (not through a function, so $! is the process itself) and without Bats'
+  # descriptor 3, which Bats waits on.
+  if [ -n "${NS:-}" ]; then
+    ip netns exec "$NS" "$@" >"$out" 2>"$out.err" 3>&- &
+  else
+    "$@" >"$out" 2>"$out.err" 3>&- &
+  fi
+  PIDS+=($!)
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$out" ] && return 0
+    sleep 0.05
+  done
+  cat "$out.err" >&2
+  return 1
+}
