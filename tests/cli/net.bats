@@ -287,15 +287,7 @@ EOF
   fake_internet
   ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
   serve --transparent 127.0.0.1:0 --proxy 127.0.0.1:0
-  # What a backend's firewall does: connections to the outside go to ss-net instead.
-  in_ns nft -f - <<EOF
-table ip sstest {
-  chain out {
-    type nat hook output priority -100; policy accept;
-    ip daddr 198.51.100.0/24 tcp dport { $HTTP_PORT, $HTTPS_PORT } redirect to :${TRANSPARENT##*:}
-  }
-}
-EOF
+  redirect_outside "$HTTP_PORT" "$HTTPS_PORT"
   run in_ns curl -sS --resolve "allowed.test:$HTTP_PORT:198.51.100.9" "http://allowed.test:$HTTP_PORT/"
   assert_success
   assert_output "hello from outside"

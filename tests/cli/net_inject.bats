@@ -218,14 +218,7 @@ HTTP/1.1 431 Request Header Fields Too Large"
   ip -n "$NS" addr add 198.51.100.1/24 dev fake0
   ip -n "$NS" link set fake0 up
   inject_world --transparent 127.0.0.1:0 --proxy 127.0.0.1:0
-  in_ns nft -f - <<EOF
-table ip sstest {
-  chain out {
-    type nat hook output priority -100; policy accept;
-    ip daddr 198.51.100.0/24 tcp dport { $UP, $BAD } redirect to :${TRANSPARENT##*:}
-  }
-}
-EOF
+  redirect_outside "$UP" "$BAD"
   run in_ns curl -sS --cacert "$W/ca.crt" --resolve "api.inject.test:$UP:198.51.100.9" \
     -H "x-api-key: $PH" "https://api.inject.test:$UP/t"
   assert_success

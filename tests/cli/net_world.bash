@@ -52,3 +52,18 @@ background() {
   cat "$out.err" >&2
   return 1
 }
+
+# redirect_outside PORT...: in the test's namespace, connections to 198.51.100.0/24 on the PORTs
+# go to ss-net's transparent listener ($TRANSPARENT), as a backend's firewall sends them.
+redirect_outside() {
+  local ports
+  ports=$(IFS=,; echo "$*")
+  in_ns nft -f - <<EOF
+table ip sstest {
+  chain out {
+    type nat hook output priority -100; policy accept;
+    ip daddr 198.51.100.0/24 tcp dport { $ports } redirect to :${TRANSPARENT##*:}
+  }
+}
+EOF
+}
