@@ -31,8 +31,8 @@ struct EgressState {
   // What fences it: "nftables", or "backend" (a link without an interface: the backend's own,
   // such as QEMU's restricted user network).
   std::string fence;
-  int pid = 0;            // the running ss-net, or 0
-  std::string proxy;      // where the sandbox's HTTP(S)_PROXY points: "http://GATEWAY:3128"
+  int pid = 0;        // the running ss-net, or 0
+  std::string proxy;  // where the sandbox's HTTP(S)_PROXY points: "http://GATEWAY:3128"
 };
 
 // Which of ss-net's listeners a relay connects to.

@@ -13,11 +13,11 @@
 
 #include "backend_qemu.hpp"
 #include "digest.hpp"
-#include "host_commands.hpp"
-#include "packages.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "host_commands.hpp"
 #include "output.hpp"
+#include "packages.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "qmp.hpp"
@@ -198,8 +198,8 @@ class Supervisor {
         // Through a view only virtiofsd writes as the guest's user (9p would write as root,
         // which the view does not map).
         throw Error(kExitUnavailable,
-                    Cat("cannot share ", s.value("source", ""), ": virtiofsd is not installed"),
-                    {}, {InstallHint("virtiofsd")});
+                    Cat("cannot share ", s.value("source", ""), ": virtiofsd is not installed"), {},
+                    {InstallHint("virtiofsd")});
       }
       mapped_ = views;
       l.shares.push_back(share);

@@ -22,7 +22,8 @@ TEST(NetFence, RedirectsLookupsWebAndTheProxyAndRefusesTheRest) {
   EXPECT_TRUE(has(pre + "ip daddr 10.9.8.1 tcp dport 3128 dnat ip to 10.9.8.1:40001"));
   EXPECT_TRUE(has(pre + "meta l4proto { tcp, udp } th dport 53 dnat ip to 10.9.8.1:40003"));
   EXPECT_TRUE(has(pre + "tcp dport { 80, 443 } dnat ip to 10.9.8.1:40002"));
-  EXPECT_TRUE(has(in + "ct status dnat ip daddr 10.9.8.1 tcp dport { 40001, 40002, 40003 } accept"));
+  EXPECT_TRUE(
+      has(in + "ct status dnat ip daddr 10.9.8.1 tcp dport { 40001, 40002, 40003 } accept"));
   EXPECT_TRUE(has(in + "meta l4proto tcp reject with tcp reset"));
   EXPECT_TRUE(has(in + "reject with icmpx admin-prohibited"));
   EXPECT_TRUE(has(fwd + "iifname \"ssn-0123456789\" reject with icmpx admin-prohibited"));
