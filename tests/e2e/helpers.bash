@@ -31,6 +31,10 @@ e2e_env() {
 }
 e2e_home_remove() {
   e2e_env
+  local master
+  for master in "$E2E_ROOT"/ssh-*; do
+    [ -S "$master" ] && ssh -q -o ControlPath="$master" -O exit placeholder 2>/dev/null || true
+  done
   case "$E2E_ROOT" in /var/tmp/ss-e2e.*) rm -rf "$E2E_ROOT" ;; esac
 }
 
@@ -60,15 +64,22 @@ e2e_sandbox_remove() {
 
 # sandbox_ssh NAME CMD...: OpenSSH into the sandbox (which, like ssh, joins CMD into one line for
 # the remote shell: quote shell snippets as one word) with the install's key and the pinned host
-# key (StrictHostKeyChecking yes: nothing is accepted on first use).
+# key (StrictHostKeyChecking yes: nothing is accepted on first use). On QEMU, one connection per
+# sandbox address carries every call (a master in the home, which e2e_home_remove ends): without
+# hardware acceleration each new connection's handshake costs seconds, and QEMU's end closes the
+# master's connection at once. (A container's can vanish without a word, leaving a master that
+# hangs the next call: those connect each time.)
 sandbox_ssh() {
-  local name=$1; shift
-  local port host
-  host=$(ss vm status --sandbox "$name" --json | jq -r .ssh.host)
-  port=$(ss vm status --sandbox "$name" --json | jq -r .ssh.port)
+  local name=$1 backend host port mux=()
+  shift
+  read -r backend host port < <(ss vm status --sandbox "$name" --json |
+    jq -r '"\(.backend) \(.ssh.host) \(.ssh.port)"')
+  if [ "$backend" = qemu ]; then
+    mux=(-o ControlMaster=auto -o ControlPath="${E2E_ROOT:?}/ssh-%C" -o ControlPersist=120)
+  fi
   ssh -q -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
     -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$SS_HOME/.ss/sandboxes/$name/known_hosts" \
-    -o ConnectTimeout=10 -p "$port" "sandbox@$host" -- "$@"
+    -o ConnectTimeout=10 "${mux[@]}" -p "$port" "sandbox@$host" -- "$@"
 }
 
 # as_owner CMD...: runs CMD as the owner of the projects folder, the way its user would (run as
@@ -152,59 +163,52 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
 }
 
 # fake_internet_up NAME...: a stand-in for the internet, never the real one: a network namespace
-# of the file's own at 198.51.100.2 (TEST-NET-2) with web servers on ports 80 and 8080 (HTTP)
-# and 443 (HTTPS, a certificate for every NAME from a test CA, $FI_DIR/ca.pem), a DNS server
-# that answers every NAME with 198.51.100.2 (queries logged to $FI_DIR/dns.queries), and
+# of the file's own at $FI_OUTSIDE (.2 of $SS_E2E_FAKE_NET, 198.51.100 (TEST-NET-2) unless set:
+# CTest gives files that run side by side networks of their own) with web servers on ports 80 and
+# 8080 (HTTP) and 443 (HTTPS, a certificate for every NAME from a test CA, $FI_DIR/ca.pem), a DNS
+# server that answers every NAME with $FI_OUTSIDE (queries logged to $FI_DIR/dns.queries), and
 # outside.py on TCP 853 and UDP 443 and 9999 (datagrams logged to $FI_DIR/udp.got). Every page
 # and every answer says "outside says hi"; with FI_443=headers, port 443 is header_server.py
 # instead, which writes every request down ($FI_DIR/requests). ss-net resolves
 # through it (SS_NET_UPSTREAM_DNS). fake_internet_down removes it all.
 fake_internet_up() {
-  FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
+  fake_internet_env
   mkdir -p "$FI_DIR/www"
   local ns="ss-fi-$$" host_if="ssfi$$"
   host_if=${host_if:0:15}
   echo "$ns $host_if" >"$FI_DIR/names"
   ip netns add "$ns"
   ip link add "$host_if" type veth peer name fi-in netns "$ns"
-  ip addr add 198.51.100.1/24 dev "$host_if"
+  ip addr add "$FI_NET.1/24" dev "$host_if"
   ip link set "$host_if" up
-  ip -n "$ns" addr add 198.51.100.2/24 dev fi-in
+  ip -n "$ns" addr add "$FI_OUTSIDE/24" dev fi-in
   ip -n "$ns" link set fi-in up
   ip -n "$ns" link set lo up
-  ip -n "$ns" route add default via 198.51.100.1
+  ip -n "$ns" route add default via "$FI_NET.1"
   echo "outside says hi" >"$FI_DIR/www/index.html"
   local san="" name dns_names=()
   for name in "$@"; do
     san+="${san:+,}DNS:$name"
-    dns_names+=("$name=198.51.100.2")
+    dns_names+=("$name=$FI_OUTSIDE")
   done
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=ss test CA" -keyout "$FI_DIR/ca.key" -out "$FI_DIR/ca.pem" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=${1:-outside}" \
-    -keyout "$FI_DIR/web.key" -out "$FI_DIR/web.csr" 2>/dev/null
-  openssl x509 -req -in "$FI_DIR/web.csr" -CA "$FI_DIR/ca.pem" -CAkey "$FI_DIR/ca.key" \
-    -CAcreateserial -days 2 -out "$FI_DIR/web.pem" \
-    -extfile <(printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "${san:-DNS:outside}") 2>/dev/null
   local port
   for port in 80 8080; do
-    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 "$port" \
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$FI_OUTSIDE" "$port" \
       "$FI_DIR/www" >"$FI_DIR/web$port" 2>&1 3>&- &
     echo $! >>"$FI_DIR/pids"
   done
   if [ "${FI_443:-}" = headers ]; then
-    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" 198.51.100.2 443 \
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" "$FI_OUTSIDE" 443 \
       "$FI_DIR/web.pem" "$FI_DIR/web.key" "$FI_DIR/requests" >"$FI_DIR/web443" 2>&1 3>&- &
   else
-    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 198.51.100.2 443 \
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$FI_OUTSIDE" 443 \
       "$FI_DIR/www" "$FI_DIR/web.pem" "$FI_DIR/web.key" >"$FI_DIR/web443" 2>&1 3>&- &
   fi
   echo $! >>"$FI_DIR/pids"
-  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 198.51.100.2 53 \
+  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" "$FI_OUTSIDE" 53 \
     "$FI_DIR/dns.queries" "${dns_names[@]}" >"$FI_DIR/dns" 2>&1 3>&- &
   echo $! >>"$FI_DIR/pids"
-  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/e2e/outside.py" 198.51.100.2 "$FI_DIR/udp.got" \
+  ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/e2e/outside.py" "$FI_OUTSIDE" "$FI_DIR/udp.got" \
     tcp:853 udp:443 udp:9999 >"$FI_DIR/outside" 2>&1 3>&- &
   echo $! >>"$FI_DIR/pids"
   # Every listener up before any test leans on it: each server prints its port once bound.
@@ -212,11 +216,12 @@ fake_internet_up() {
   for out in web80 web8080 web443 dns outside; do
     for _ in $(seq 100); do [ -s "$FI_DIR/$out" ] && break; sleep 0.05; done
   done
-  export SS_NET_UPSTREAM_DNS=198.51.100.2
 }
 fake_internet_env() {
   FI_DIR="$BATS_FILE_TMPDIR/fake_inet"
-  export SS_NET_UPSTREAM_DNS=198.51.100.2
+  FI_NET=${SS_E2E_FAKE_NET:-198.51.100}
+  FI_OUTSIDE=$FI_NET.2
+  export SS_NET_UPSTREAM_DNS=$FI_OUTSIDE
 }
 fake_internet_down() {
   FI_DIR="$BATS_FILE_TMPDIR/fake_inet"

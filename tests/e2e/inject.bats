@@ -1,20 +1,22 @@
 #!/usr/bin/env bats
-# Credential injection, from inside a Docker sandbox, against a stand-in internet
+# Credential injection, from inside a sandbox, against a stand-in internet
 # (fake_internet_up: the HTTPS server for api.inject.test writes down the requests it gets; its
 # certificate is from a test CA that ss-net is told to trust). The sandbox holds a placeholder
 # only: the upstream gets the real value, which is nowhere in the sandbox: not in any process's
 # environment, not in its files, not in the memory of the process that sent the request.
+# The backend is SS_E2E_BACKEND (docker when unset); CTest runs it on every backend.
 
 load helpers
 
 setup_file() {
-  export SS_E2E_BACKEND=docker
+  export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
+  echo "$SS_E2E_BACKEND" >"$BATS_FILE_TMPDIR/backend"
   e2e_sandbox_file inj
   FI_443=headers fake_internet_up api.inject.test
   echo "inj-secret-$$-$RANDOM$RANDOM" >"$BATS_FILE_TMPDIR/secret"
   printf 'secrets:\n  INJ_TEST_KEY: {inject: [api.inject.test]}\n' >"$SS_HOME/config.yaml"
   inj_env
-  ss vm start --sandbox "$SANDBOX" --backend docker >&3 2>&1
+  ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
   ss net allow api.inject.test --sandbox "$SANDBOX" >/dev/null
 }
 
@@ -29,6 +31,8 @@ inj_env() {
 teardown_file() {
   e2e_env
   inj_env
+  SS_E2E_BACKEND=$(cat "$BATS_FILE_TMPDIR/backend" 2>/dev/null || echo docker)
+  export SS_E2E_BACKEND
   e2e_sandbox_remove
   fake_internet_down
 }
@@ -38,6 +42,8 @@ setup() {
   inj_env
   W=$BATS_FILE_TMPDIR
   SECRET=$(cat "$W/secret")
+  SS_E2E_BACKEND=$(cat "$W/backend")
+  export SS_E2E_BACKEND
 }
 
 as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
@@ -56,7 +62,7 @@ print(out.stdout.strip(), out.stderr.strip(), flush=True)
 open("/tmp/agent.pid", "w").write(str(os.getpid()))
 time.sleep(60)' >"$W/agent.out" 2>&1 3>&- &
   agent=$!
-  for _ in $(seq 100); do [ -s "$W/agent.out" ] && grep -q '^ok' "$W/agent.out" && break; sleep 0.2; done
+  for _ in $(seq 300); do [ -s "$W/agent.out" ] && grep -q '^ok' "$W/agent.out" && break; sleep 0.2; done
   cat "$W/agent.out"
   placeholder=$(head -1 "$W/agent.out")
   [[ "$placeholder" == ss-placeholder-* ]]
@@ -128,6 +134,6 @@ EOF
   assert_equal "$one" "$two"
   run ss exec e2e-scratch -- printenv NODE_EXTRA_CA_CERTS
   assert_output /usr/local/share/ca-certificates/ss-net.crt
-  run ss exec e2e-scratch -- sh -c 'curl -s -m 10 --resolve api.inject.test:80:198.51.100.2 -H "x-api-key: $INJ_TEST_KEY" http://api.inject.test/'
+  run ss exec e2e-scratch -- sh -c "curl -s -m 10 --resolve api.inject.test:80:$FI_OUTSIDE -H \"x-api-key: \$INJ_TEST_KEY\" http://api.inject.test/"
   assert_output --partial "the placeholder of secret INJ_TEST_KEY is sent to api.inject.test in plain HTTP"
 }
