@@ -1,5 +1,7 @@
 #include "dispatch.hpp"
 
+#include <set>
+
 namespace ss {
 
 const std::vector<Verb>& Verbs() {
@@ -11,7 +13,9 @@ const std::vector<Verb>& Verbs() {
       {"status", "ss-vm", {"status"}, "show the sandbox's state and resources", "ss-vm"},
       {"start", "ss-vm", {"start"}, "start the sandbox", "ss-vm"},
       {"stop", "ss-vm", {"stop"}, "stop the sandbox", "ss-vm"},
+      {"restart", "ss-vm", {"restart"}, "stop and start the sandbox", "ss-vm"},
       {"reset", "ss-vm", {"reset"}, "reset the sandbox to a fresh state", "ss-vm"},
+      {"destroy", "ss-vm", {"delete"}, "delete the sandbox (asks first; --yes)", "ss-vm"},
       {"vm", "ss-vm", {}, "sandbox commands (image, setup, start, stop, ...)", "ss-vm"},
       {"doctor", "ss-vm", {"doctor"}, "check the host: virtualization, backends, daemons", "ss-vm"},
       {"health-check",
@@ -62,6 +66,13 @@ std::vector<std::string> VerbNames() {
   for (const auto& v : Verbs()) names.push_back(v.name);
   for (const char* extra : {"help", "commands", "init", "cd"}) names.emplace_back(extra);
   return names;
+}
+
+bool IsIproute2Word(const std::string& word) {
+  static const std::set<std::string> words = {
+      "state",  "exclude", "excl",      "dst", "src", "dport", "sport", "dev",
+      "fwmark", "cgroup",  "autobound", "not", "and", "or",    "(",     "!"};
+  return words.count(word) > 0;
 }
 
 }  // namespace ss

@@ -20,4 +20,9 @@ const std::vector<Verb>& Verbs();
 const Verb* FindVerb(const std::string& name);
 std::vector<std::string> VerbNames();
 
+// Whether `word` is one that iproute2's ss(8) takes as the first word of a filter
+// ("ss state established", "ss dst 10.0.0.1"): such a call goes to iproute2, so no project may
+// have that name.
+bool IsIproute2Word(const std::string& word);
+
 }  // namespace ss

@@ -359,13 +359,12 @@ void Sandbox::CheckShared(SshConnection& conn) const {
   if (!deploy_dir_.empty()) shared.emplace_back("deploy", kDeployTarget);
   for (const auto& [what, target] : shared) {
     if (conn.Exec({"mountpoint", "-q", target}).status == 0) continue;
-    throw Error(kExitUnavailable,
-                Cat("the ", what, " folder is not shared with sandbox '", name_, "': ", target,
-                    " is not mounted"),
-                {},
-                {Cat("restart the sandbox: ss vm stop --sandbox ", name_,
-                     " && ss vm start --sandbox ", name_),
-                 "if it stays so: ss doctor"});
+    throw Error(
+        kExitUnavailable,
+        Cat("the ", what, " folder is not shared with sandbox '", name_, "': ", target,
+            " is not mounted"),
+        {},
+        {Cat("restart the sandbox: ss restart --sandbox ", name_), "if it stays so: ss doctor"});
   }
 }
 

@@ -79,6 +79,14 @@ GitHubRepo CreateWhereLoggedIn(const Project& p, bool is_private) {
 int New(const ProjectOptions& o) {
   ProjectStore store;
   ValidateProjectName(o.name);
+  if (IsIproute2Word(o.name)) {
+    throw Error(kExitDataErr,
+                Cat("'", o.name, "' cannot name a project: 'ss ", o.name,
+                    " ...' belongs to iproute2's ss (its filters start with that word), so the "
+                    "project could never be opened with 'ss ",
+                    o.name, "'"),
+                {}, {Cat("choose another name, such as ", o.name, "-app")});
+  }
   if (o.github && !o.from.empty() && !PathExists(o.from + "/.git")) {
     throw Error(
         kExitDataErr,

@@ -26,6 +26,7 @@
 #include "rescue.hpp"
 #include "sandbox.hpp"
 #include "size.hpp"
+#include "snapshot.hpp"
 #include "strings.hpp"
 #include "suggest.hpp"
 #include "timefmt.hpp"
@@ -43,7 +44,8 @@ Sandboxes: the machines the agent runs in.
 Commands:
   start                 start the sandbox (create it from the image the first time)
   stop                  stop it (gracefully, then forced after --timeout)
-  status                show state, resources, projects and login (--json)
+  restart               stop it if it runs, then start it
+  status                show state, address, resources, snapshots and login (--json)
   reset                 replace it with a fresh one; projects are not touched (--yes)
   delete                remove it; projects are not touched (--yes)
   list                  list this install's sandboxes (--json)
@@ -169,6 +171,35 @@ int Stop(const Options& o, const Config& config) {
   return 0;
 }
 
+int Restart(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  SandboxState state = sandbox.State();
+  if (state == SandboxState::kNotExists) {
+    throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
+                {"create it: ss start"});
+  }
+  if (state != SandboxState::kStopped) {
+    Say("Stopping VM...");
+    sandbox.Stop(std::chrono::seconds(15));
+  }
+  Say("Starting VM...");
+  Progress progress(Cat("sandbox ", sandbox.name()));
+  sandbox.EnsureRunning(progress, Timeout(o, sandbox.DefaultStartTimeout()));
+  std::cout << "Restarted.\n";
+  return 0;
+}
+
+// The snapshots' names, oldest first; empty when the backend cannot tell (said in `why`).
+std::vector<std::string> SnapshotNames(Sandbox& sandbox, std::string& why) {
+  std::vector<std::string> names;
+  try {
+    for (const auto& snap : ListSnapshots(sandbox)) names.push_back(snap.name);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  return names;
+}
+
 int Status(const Options& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   SandboxStatus st = sandbox.backend().Status(sandbox.name());
@@ -200,6 +231,9 @@ int Status(const Options& o, const Config& config) {
                      : disk_configured;
   int64_t disk_used = guest ? guest->disk_used : st.disk_used;
   int projects = static_cast<int>(ProjectStore().Names().size());
+  std::string snapshots_error;
+  std::vector<std::string> snapshots;
+  if (state != SandboxState::kNotExists) snapshots = SnapshotNames(sandbox, snapshots_error);
   BrowserReport browser = CheckBrowserHost(static_cast<int>(config.Int("browser.cdp_port")));
   std::optional<AgentVersion> agent;
   if (guest) agent = ParseAgentVersion(guest->agent_version);
@@ -255,6 +289,7 @@ int Status(const Options& o, const Config& config) {
       doc["ssh"] = {{"host", t.host}, {"port", t.port}, {"user", "sandbox"}};
     }
     doc["projects"] = projects;
+    doc["snapshots"] = snapshots_error.empty() ? Json(snapshots) : Json();
     doc["deploy"] = sandbox.deploy_dir().empty() ? Json() : Json(sandbox.deploy_dir());
     doc["browser"] = {{"mode", BrowserModeName(browser.mode)},
                       {"summary", StatusSummary(browser, agent)},
@@ -292,6 +327,13 @@ int Status(const Options& o, const Config& config) {
   std::cout << "Disk:      " << FormatSizeHuman(disk)
             << (disk_used_text.empty() ? "" : Cat(" (", disk_used_text, ")")) << "\n";
   std::cout << "Projects:  " << projects << "\n";
+  if (!st.address.empty()) std::cout << "Address:   " << st.address << "\n";
+  if (state != SandboxState::kNotExists) {
+    std::string shown = snapshots.empty() ? "none (take one: ss snapshot NAME)"
+                                          : Cat(snapshots.size(), ": ", Join(snapshots, ", "));
+    if (!snapshots_error.empty()) shown = Cat("unknown (", snapshots_error, ")");
+    std::cout << "Snapshots: " << shown << "\n";
+  }
   if (!sandbox.deploy_dir().empty()) {
     std::cout << "Deploy:    " << DisplayPath(sandbox.deploy_dir()) << " (at " << kDeployTarget
               << ")\n";
@@ -629,8 +671,8 @@ int Doctor(const Options& o, const Config& config) {
 
 int Complete(const Args& words) {
   if (words.size() <= 1) {
-    for (const char* w : {"start", "stop", "status", "reset", "delete", "list", "backends", "image",
-                          "setup", "health-check", "doctor"}) {
+    for (const char* w : {"start", "stop", "restart", "status", "reset", "delete", "list",
+                          "backends", "image", "setup", "health-check", "doctor"}) {
       std::cout << w << "\n";
     }
     return 0;
@@ -677,14 +719,15 @@ int Run(const Options& o) {
   Config config = Config::Load();
   if (cmd == "start") return Start(o, config);
   if (cmd == "stop") return Stop(o, config);
+  if (cmd == "restart") return Restart(o, config);
   if (cmd == "status") return Status(o, config);
   if (cmd == "reset") return Reset(o, config);
   if (cmd == "delete") return Delete(o, config);
   if (cmd == "list" || cmd == "ls") return List(o, config);
   if (cmd == "backends") return Backends(o, config);
   std::vector<std::string> hints;
-  if (auto guess = Suggest(cmd, {"start", "stop", "status", "reset", "delete", "list", "backends",
-                                 "image", "setup", "health-check", "doctor"})) {
+  if (auto guess = Suggest(cmd, {"start", "stop", "restart", "status", "reset", "delete", "list",
+                                 "backends", "image", "setup", "health-check", "doctor"})) {
     hints.push_back(Cat("did you mean '", *guess, "'?"));
   }
   hints.push_back("see 'ss vm --help'");

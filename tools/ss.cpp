@@ -46,7 +46,9 @@ Projects
 
 Sandbox
   status                  show the sandbox (--json)
-  start | stop | reset    start, stop, or reset the sandbox to a fresh state
+  start | stop | restart  start, stop, or stop and start the sandbox
+  reset                   replace the sandbox with a fresh one (asks first; --yes)
+  destroy                 delete the sandbox; projects stay (asks first; --yes)
   vm ...                  image build, setup and other sandbox commands
 
 Other
@@ -57,17 +59,14 @@ Other
   init bash|zsh|fish      shell integration, for 'ss cd PROJECT' (see ss(1))
 
 Options
+  --sandbox NAME          the sandbox a command works on (before or after the command)
+  --json                  machine-readable output, for commands that have it
   --help                  show this help
   --version               show version, commit and build date
 
 iproute2's socket tool shares the name: an invocation that is not ours (such as
 'ss -tlnp') runs it unchanged.
 )";
-
-// iproute2 ss(8) FILTER words that may start its command line ("ss state established").
-const std::set<std::string> kIproute2Words = {
-    "state",  "exclude", "excl",      "dst", "src", "dport", "sport", "dev",
-    "fwmark", "cgroup",  "autobound", "not", "and", "or",    "(",     "!"};
 
 // What may name a project: ^[a-z][a-z0-9-]{1,49}$.
 bool ProjectNameLike(std::string_view name) {
@@ -319,6 +318,33 @@ int Dispatch(int argc, char** argv) {
     std::cerr << kUsage;
     return kExitUsage;
   }
+  // Options of ours before the command (`ss --sandbox X status`, `ss --json list`) go after it,
+  // where the command's binary reads them. iproute2's ss has neither option.
+  std::vector<std::string> globals;
+  while (!args.empty()) {
+    if (args[0] == "--json" || args[0].rfind("--sandbox=", 0) == 0) {
+      globals.push_back(args[0]);
+      args.erase(args.begin());
+    } else if (args[0] == "--sandbox") {
+      if (args.size() < 2) {
+        throw Error(kExitUsage, "--sandbox needs a sandbox name", {},
+                    {"such as: ss --sandbox NAME status"});
+      }
+      globals.insert(globals.end(), {args[0], args[1]});
+      args.erase(args.begin(), args.begin() + 2);
+    } else {
+      break;
+    }
+  }
+  if (!globals.empty()) {
+    if (args.empty() || args[0][0] == '-' || IsIproute2Word(args[0]) ||
+        (!FindVerb(args[0]) && !ProjectNameLike(args[0]) && !FindTool("ss-" + args[0]))) {
+      throw Error(kExitUsage,
+                  Cat("'", globals[0], "' goes with a command",
+                      args.empty() ? std::string() : Cat(", and '", args[0], "' is not one")),
+                  {}, {"such as: ss --sandbox NAME status, ss --json list; see 'ss --help'"});
+    }
+  }
   const std::string& first = args[0];
   if (first == "--help") {
     std::cout << kUsage;
@@ -346,6 +372,7 @@ int Dispatch(int argc, char** argv) {
     }
     std::vector<std::string> target{verb->binary};
     target.insert(target.end(), verb->prefix.begin(), verb->prefix.end());
+    target.insert(target.end(), globals.begin(), globals.end());
     target.insert(target.end(), args.begin() + 1, args.end());
     ExecTool(*path, target);
   }
@@ -354,11 +381,11 @@ int Dispatch(int argc, char** argv) {
   if (!is_project) {
     if (auto plugin = FindTool("ss-" + first); plugin && first.find('/') == std::string::npos) {
       std::vector<std::string> target{"ss-" + first};
+      target.insert(target.end(), globals.begin(), globals.end());
       target.insert(target.end(), args.begin() + 1, args.end());
       ExecTool(*plugin, target);
     }
-    if (kIproute2Words.count(first))
-      PassToIproute2(argv, Cat("'", first, "' is not an ss command"));
+    if (IsIproute2Word(first)) PassToIproute2(argv, Cat("'", first, "' is not an ss command"));
     auto guess = Suggest(first, VerbNames());
     if (guess || !ProjectNameLike(first)) {
       std::vector<std::string> details;
@@ -376,6 +403,7 @@ int Dispatch(int argc, char** argv) {
                 {"reinstall ss: ./install.sh"});
   }
   std::vector<std::string> target{"ss-attach"};
+  target.insert(target.end(), globals.begin(), globals.end());
   target.insert(target.end(), args.begin(), args.end());
   ExecTool(*attach, target);
 }

@@ -53,6 +53,12 @@ status
 stop"
   run ss reset; assert_output "ss-vm
 reset"
+  # The LXD spec's verbs: restart, and destroy for ss vm delete.
+  run ss restart; assert_output "ss-vm
+restart"
+  run ss destroy --yes; assert_output "ss-vm
+delete
+--yes"
   run ss config set cpus 2; assert_output "ss-config
 set
 cpus

@@ -78,6 +78,45 @@ setup() {
   assert_output "attach state"
 }
 
+@test "ss new refuses the words that start iproute2's filters, which keep reaching iproute2" {
+  for word in state dst dport exclude; do
+    run --separate-stderr ss new "$word"
+    assert_equal "$status" 65
+    assert_equal "${stderr_lines[0]}" "ss-project: error: '$word' cannot name a project: 'ss $word ...' belongs to iproute2's ss (its filters start with that word), so the project could never be opened with 'ss $word'"
+    assert_equal "${stderr_lines[1]}" "hint: choose another name, such as $word-app"
+    assert_not_exists "$SS_HOME/projects/$word"
+  done
+  run --separate-stderr ss state established
+  assert_success
+  assert_line --index 0 --regexp '^Netid +Recv-Q +Send-Q'
+}
+
+@test "our options before the command are ours: --sandbox NAME, --sandbox=NAME, --json" {
+  for b in ss-vm ss-project ss-attach; do stub "$b" 'echo "$(basename "$0") $*"'; done
+  export SS_EXEC_PATH="$STUBS"
+  run ss --sandbox box status
+  assert_output "ss-vm status --sandbox box"
+  run ss --json --sandbox=box restart
+  assert_output "ss-vm restart --json --sandbox=box"
+  run ss --json list
+  assert_output "ss-project list --json"
+  run ss --sandbox box my-app -t
+  assert_output "ss-attach --sandbox box my-app -t"
+  # Without a command, or before one of iproute2's words or options: exit 64, never iproute2.
+  run --separate-stderr ss --json
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: '--json' goes with a command
+hint: such as: ss --sandbox NAME status, ss --json list; see 'ss --help'"
+  run --separate-stderr ss --sandbox
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[0]}" "ss: error: --sandbox needs a sandbox name"
+  run --separate-stderr ss --sandbox box state established
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[0]}" "ss: error: '--sandbox' goes with a command, and 'state' is not one"
+  run --separate-stderr ss --json -tlnp
+  assert_equal "$status" 64
+}
+
 @test "two copies of this dispatcher never hand a call to each other forever" {
   run --separate-stderr env SS_PASSTHROUGH=1 ss -tlnp
   assert_equal "$status" 64

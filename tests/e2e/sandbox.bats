@@ -212,15 +212,19 @@ setup() {
   run --separate-stderr ss vm start --sandbox "$SANDBOX"
   assert_failure 69
   assert_equal "${stderr_lines[0]}" "ss-vm: error: the projects folder is not shared with sandbox '$SANDBOX': /home/sandbox/projects is not mounted"
-  assert_equal "${stderr_lines[1]}" "hint: restart the sandbox: ss vm stop --sandbox $SANDBOX && ss vm start --sandbox $SANDBOX"
+  assert_equal "${stderr_lines[1]}" "hint: restart the sandbox: ss restart --sandbox $SANDBOX"
   if [ "$SS_E2E_BACKEND" = qemu ]; then
     # What a boot runs (a restart of this VM would cost a minute here).
     sandbox_ssh "$SANDBOX" sudo systemctl restart ss-mount-shares
+    run ss vm start --sandbox "$SANDBOX"
+    assert_success
   else
-    ss vm stop --sandbox "$SANDBOX" >/dev/null
+    run --separate-stderr ss restart --sandbox "$SANDBOX"
+    assert_success
+    assert_output "Restarted."
+    assert_equal "${stderr_lines[0]}" "Stopping VM..."
+    assert_equal "${stderr_lines[1]}" "Starting VM..."
   fi
-  run ss vm start --sandbox "$SANDBOX"
-  assert_success
   run sandbox_ssh "$SANDBOX" cat /home/sandbox/projects/shared/host.txt
   assert_output "from host"
 }
@@ -235,6 +239,11 @@ setup() {
   # The real limit: the storage's size when it is smaller than configured.
   assert_line --index 3 --regexp '^Disk:      [0-9.]+ [MGT]B \([0-9.]+ [KMG]B used(; its storage is smaller than the [0-9.]+ [MGT]B configured)?\)$'
   assert_line --index 4 --regexp '^Projects:  [0-9]+$'
+  # The LXD spec's: the address, when the backend gives one, and the snapshots.
+  address=$(ss vm status --sandbox "$SANDBOX" --json | jq -r '.address // empty')
+  if [ -n "$address" ]; then assert_line "Address:   $address"; fi
+  assert_line --regexp '^Snapshots: [0-9]+: (.+, )?clean-baseline(, .+)?$'
+  ss vm status --sandbox "$SANDBOX" --json | jq -e '.snapshots | index("clean-baseline") != null'
   assert_line --regexp '^Claude:    not logged in \(run: ss login\)$'
   assert_line --regexp "^Backend:   $SS_E2E_BACKEND "
 }
