@@ -191,6 +191,14 @@ fake_internet_up() {
     san+="${san:+,}DNS:$name"
     dns_names+=("$name=$FI_OUTSIDE")
   done
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=ss test CA" -keyout "$FI_DIR/ca.key" -out "$FI_DIR/ca.pem" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=${1:-outside}" \
+    -keyout "$FI_DIR/web.key" -out "$FI_DIR/web.csr" 2>/dev/null
+  openssl x509 -req -in "$FI_DIR/web.csr" -CA "$FI_DIR/ca.pem" -CAkey "$FI_DIR/ca.key" \
+    -CAcreateserial -days 2 -out "$FI_DIR/web.pem" \
+    -extfile <(printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "${san:-DNS:outside}") 2>/dev/null
   local port
   for port in 80 8080; do
     ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$FI_OUTSIDE" "$port" \
