@@ -90,7 +90,7 @@ EOF
 @test "egress: allowed names work, transparently and through the proxy; others are refused with the reason" {
   proxy=$(proxy_url)
   run in_sandbox getent hosts allowed.test
-  assert_output --regexp '^198\.51\.100\.2 +allowed\.test$'
+  assert_output --regexp "^${FI_OUTSIDE//./\\.} +allowed\\.test\$"
   run in_sandbox getent hosts evil.test
   assert_failure
   run in_sandbox curl -sS -m 10 --proxy "$proxy" http://allowed.test/

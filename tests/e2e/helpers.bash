@@ -173,6 +173,13 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
 # through it (SS_NET_UPSTREAM_DNS). fake_internet_down removes it all.
 fake_internet_up() {
   fake_internet_env
+  # Never over a network this machine reaches already (its own, a mirror's).
+  local taken
+  taken=$(ip -4 -o route show to match "$FI_OUTSIDE" | grep -v '^default ' || true)
+  if [ -n "$taken" ] || [ -n "$(getent ahostsv4 deb.debian.org | grep "^${FI_NET//./\\.}\\." || true)" ]; then
+    echo "fake_internet_up: $FI_NET.0/24 is in use on this machine (${taken:-Debian's archive is there}); set SS_E2E_FAKE_NET to another /24" >&2
+    return 1
+  fi
   mkdir -p "$FI_DIR/www"
   local ns="ss-fi-$$" host_if="ssfi$$"
   host_if=${host_if:0:15}
