@@ -34,20 +34,24 @@ std::string ShellQuote(std::string_view s) {
   if (s.find('\0') != std::string_view::npos) {
     throw Error(kExitDataErr, "an argument contains a NUL byte, which no command can receive");
   }
-  bool safe = !s.empty();
+  // (zsh would expand a word starting with '=' to a command's path.)
+  bool safe = !s.empty() && s[0] != '=';
   for (char c : s) safe = safe && IsSafe(c);
   if (safe) return std::string(s);
+  if (s.empty()) return "''";
   std::string out;
   out.reserve(s.size() + 2);
-  out += '\'';
+  bool quoted = false;
   for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
+    bool special = c == '\'' || c == '\\';
+    if (special == quoted) {  // close the quotes before ' or \, open them after
+      out += '\'';
+      quoted = !quoted;
     }
+    if (special) out += '\\';
+    out += c;
   }
-  out += '\'';
+  if (quoted) out += '\'';
   return out;
 }
 

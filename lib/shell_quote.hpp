@@ -1,6 +1,6 @@
-// Quoting for the few places where a remote POSIX shell cannot be avoided (an SSH exec request
-// is one string that the sandbox user's shell parses). Every word goes through ShellQuote();
-// nothing else in ss builds shell text.
+// Quoting for the few places where a remote shell cannot be avoided (an SSH exec request is one
+// string that the sandbox user's login shell parses: a POSIX shell, or fish). Every word goes
+// through ShellQuote(); nothing else in ss builds shell text.
 #pragma once
 
 #include <string>
@@ -9,9 +9,11 @@
 
 namespace ss {
 
-// Returns a word that a POSIX shell reads back as exactly `s`, byte for byte. Words made only
-// of [A-Za-z0-9_@%+=:,./-] are returned as they are; anything else is single-quoted, with each
-// ' written as '\''. NUL cannot appear in a shell word (or any argv), so it throws ss::Error.
+// Returns a word that POSIX shells, zsh and fish all read back as exactly `s`, byte for byte.
+// Words made only of [A-Za-z0-9_@%+=:,./-], not starting with =, are returned as they are;
+// anything else is single-quoted, except each quote and backslash: fish, unlike POSIX shells,
+// reads those two specially inside single quotes, so they are written outside the quotes, each
+// after a backslash. NUL cannot appear in a shell word (or any argv), so it throws ss::Error.
 std::string ShellQuote(std::string_view s);
 
 // Quotes each word and joins them with spaces: a command line the shell splits back into argv.

@@ -32,6 +32,12 @@ constexpr const char* kReadSecrets =
     " ss_v=$(printf '%bx' \"${ss_l#*=}\") && export \"${ss_l%%=*}=${ss_v%x}\"; done;"
     " unset ss_l ss_v";
 
+// A line of POSIX shell syntax, run by /bin/sh whatever the login shell is (fish reads the
+// quoted word the same way; it would not read the line itself).
+std::string UnderSh(const std::string& script) {
+  return Cat("exec /bin/sh -c ", ShellQuote(script));
+}
+
 // Prints a marker without the marker's text appearing in the command line (a shell tracing its
 // commands must not be mistaken for the marker).
 std::string PrintMarker(std::string_view prefix, std::string_view nonce) {
@@ -82,23 +88,29 @@ RemoteCommand BuildRemoteCommand(const std::vector<std::string>& argv, const std
   for (const auto& [name, value] : secrets) CheckEnvName(name);
   if (argv.empty() && cwd.empty() && secrets.empty()) return cmd;  // a plain login shell
 
+  // A command alone is quoted words, which every login shell reads alike; anything more is
+  // POSIX syntax, run under /bin/sh.
+  if (cwd.empty() && secrets.empty()) {
+    cmd.line = ShellJoin(argv);
+    return cmd;
+  }
   std::string run = argv.empty() ? "exec \"${SHELL:-/bin/sh}\" -l" : ShellJoin(argv);
   if (!cwd.empty()) run = Cat(CdWord(cwd), " && ", run);
   if (secrets.empty()) {
-    cmd.line = run;
+    cmd.line = UnderSh(run);
     return cmd;
   }
   cmd.preamble = EncodeSecrets(secrets);
   if (!pty) {
-    cmd.line = Cat(kReadSecrets, "; ", run);
+    cmd.line = UnderSh(Cat(kReadSecrets, "; ", run));
     return cmd;
   }
   cmd.ready_marker = Cat("ss-secrets-ready-", nonce);
   cmd.done_marker = Cat("ss-secrets-done-", nonce);
-  cmd.line = Cat("ss_t=$(stty -g 2>/dev/null); stty -echo -icanon 2>/dev/null; ",
-                 PrintMarker("ss-secrets-ready-", nonce), "; ", kReadSecrets,
-                 "; [ -z \"$ss_t\" ] || stty \"$ss_t\"; unset ss_t; ",
-                 PrintMarker("ss-secrets-done-", nonce), "; ", run);
+  cmd.line = UnderSh(Cat("ss_t=$(stty -g 2>/dev/null); stty -echo -icanon 2>/dev/null; ",
+                         PrintMarker("ss-secrets-ready-", nonce), "; ", kReadSecrets,
+                         "; [ -z \"$ss_t\" ] || stty \"$ss_t\"; unset ss_t; ",
+                         PrintMarker("ss-secrets-done-", nonce), "; ", run));
   return cmd;
 }
 

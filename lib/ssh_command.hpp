@@ -1,6 +1,7 @@
 // Remote command lines: the one place a remote shell parses text. An SSH exec request is a single
-// string that the sandbox user's login shell runs, so every variable word goes through
-// ShellQuote() and the scripts below are constants.
+// string that the sandbox user's login shell runs (bash, or fish), so every variable word goes
+// through ShellQuote(), which both read alike, and the scripts below are constants in POSIX
+// syntax that the line hands to /bin/sh.
 //
 // Secrets (environment variables that must appear neither in any argv nor on the sandbox's disk)
 // cannot use the SSH "env" request with a stock sshd (AcceptEnv allows only LANG and LC_* on

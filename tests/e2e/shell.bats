@@ -21,6 +21,7 @@ teardown_file() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
   pkill -f -- "--share-master $SANDBOX" || true
+  tmux -S "$E2E_ROOT/tmux-fish.sock" kill-server 2>/dev/null || true
   ss vm delete --sandbox "$SANDBOX" --yes --force >/dev/null 2>&1 || true
   e2e_home_remove
 }
@@ -46,6 +47,38 @@ setup() {
   done
   run ss exec -- stat -c %U /home/sandbox/.bashrc /home/sandbox/.config/fish/config.fish
   assert_output $'sandbox\nsandbox'
+}
+
+@test "fish as the login shell: a project's -- CMD, -t, --env and secrets work; statuses come back" {
+  ss new fish-app >/dev/null
+  export SS_FISH_ENV="a b 'c' \\ \\\\ \$d \"e\" {x,y} *"
+  run --separate-stderr ss fish-app --env SS_FISH_ENV -- sh -c 'printf "%s|%s" "$SS_FISH_ENV" "$PWD"; exit 3'
+  [[ "$stderr" != *fish:* ]]
+  assert_equal "$status" 3
+  assert_equal "$output" "$SS_FISH_ENV|/home/sandbox/projects/fish-app"
+  export SS_FISH_SECRET="s3cr3t-$RANDOM-'\\"
+  ss config set secrets SS_FISH_SECRET >/dev/null
+  run --separate-stderr ss fish-app -- printenv SS_FISH_SECRET
+  ss config set secrets '' >/dev/null
+  assert_success
+  assert_equal "$output" "$SS_FISH_SECRET"
+  # -t: fish in the project, in a real terminal, with the variable; its exit status comes back.
+  sock="$E2E_ROOT/tmux-fish.sock"
+  tmux -S "$sock" new-session -d -s t -x 120 -y 30 \
+    "ss fish-app -t --env SS_FISH_ENV; echo ss-exit=\$?; sleep 60"
+  screen() { tmux -S "$sock" capture-pane -p -t t; }
+  for _ in $(seq 100); do screen | grep -q '>' && break; sleep 0.2; done
+  tmux -S "$sock" send-keys -t t 'echo in:(pwd):(string length -- $SS_FISH_ENV)' Enter
+  for _ in $(seq 100); do screen | grep -q '^in:' && break; sleep 0.2; done
+  run screen
+  assert_line "in:/home/sandbox/projects/fish-app:${#SS_FISH_ENV}"
+  refute_output --partial "not a valid variable"
+  refute_output --partial "Missing end"
+  tmux -S "$sock" send-keys -t t 'exit 5' Enter
+  for _ in $(seq 100); do screen | grep -q '^ss-exit=' && break; sleep 0.2; done
+  run screen
+  tmux -S "$sock" kill-server 2>/dev/null || true
+  assert_line "ss-exit=5"
 }
 
 @test "cc, cc-resume and cc-prompt run the agent with skipped permissions, in bash and fish" {

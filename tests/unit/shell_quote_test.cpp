@@ -10,12 +10,16 @@
 namespace ss {
 namespace {
 
-// Runs /bin/sh -c 'printf %s "$@"' with the quoted words spliced into the script, so the shell
-// itself parses ShellQuote's output; each word comes back NUL-separated.
-std::vector<std::string> ThroughShell(const std::vector<std::string>& words) {
-  std::string script = "for a in " + ShellJoin(words) + "; do printf '%s\\0' \"$a\"; done";
-  ProcessResult r = ss::Run({"/bin/sh", "-c", script});
-  EXPECT_EQ(r.status, 0) << r.err;
+// Has `shell` parse ShellJoin(words) (so the shell itself reads ShellQuote's output) and print
+// each word it got NUL-terminated: /bin/sh, bash and zsh with a for loop, fish with its own
+// `string join0`.
+std::vector<std::string> ThroughShell(const std::vector<std::string>& words,
+                                      const std::string& shell = "/bin/sh") {
+  std::string script = shell.find("fish") != std::string::npos
+                           ? "string join0 -- " + ShellJoin(words)
+                           : "for a in " + ShellJoin(words) + "; do printf '%s\\0' \"$a\"; done";
+  ProcessResult r = ss::Run({shell, "-c", script});
+  EXPECT_EQ(r.status, 0) << shell << ": " << r.err;
   std::vector<std::string> out;
   std::string cur;
   for (char c : r.out) {
@@ -29,16 +33,26 @@ std::vector<std::string> ThroughShell(const std::vector<std::string>& words) {
   return out;
 }
 
+// The shells a sandbox user may have: Debian's sh (dash), bash, zsh, fish.
+const std::vector<std::string>& Shells() {
+  static const std::vector<std::string> shells = {"/bin/sh", "/bin/bash", "/usr/bin/zsh",
+                                                  "/usr/bin/fish"};
+  return shells;
+}
+
 TEST(ShellQuote, SafeWordsStayAsTheyAre) {
   EXPECT_EQ(ShellQuote("abc"), "abc");
   EXPECT_EQ(ShellQuote("/usr/bin/x-y_z.1"), "/usr/bin/x-y_z.1");
   EXPECT_EQ(ShellQuote("a=b,c:d@e%f+g"), "a=b,c:d@e%f+g");
 }
 
-TEST(ShellQuote, EmptyAndQuotes) {
+TEST(ShellQuote, EmptyQuotesAndBackslashes) {
   EXPECT_EQ(ShellQuote(""), "''");
   EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
   EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  // Outside the quotes, where fish and POSIX shells agree.
+  EXPECT_EQ(ShellQuote("a\\\\b"), "'a'\\\\\\\\'b'");
+  EXPECT_EQ(ShellQuote("\\'"), "\\\\\\'");
 }
 
 TEST(ShellQuote, NulIsRejected) { EXPECT_THROW(ShellQuote(std::string("a\0b", 3)), Error); }
@@ -51,7 +65,7 @@ TEST(ShellQuote, HostileStringsRoundTrip) {
       "\r\n",    "#x",    "!!",    "{a,b}",   "\x01\x7f", "\xff\xfe", "caf\xc3\xa9", "\xe2\x80\x8b",
       "'\"'\"'", "$'x'",  "a'b'c", "   lead", "trail   ", "%s%n",     "\\n",         ">out",
       "<in",     "2>&1",  "(sub)"};
-  EXPECT_EQ(ThroughShell(hostile), hostile);
+  for (const auto& shell : Shells()) EXPECT_EQ(ThroughShell(hostile, shell), hostile) << shell;
 }
 
 TEST(ShellQuote, TenThousandRandomByteStrings) {
@@ -68,7 +82,9 @@ TEST(ShellQuote, TenThousandRandomByteStrings) {
   for (size_t start = 0; start < words.size(); start += 1000) {
     std::vector<std::string> batch(words.begin() + static_cast<long>(start),
                                    words.begin() + static_cast<long>(start + 1000));
-    ASSERT_EQ(ThroughShell(batch), batch) << "batch starting at " << start;
+    for (const auto& shell : Shells()) {
+      ASSERT_EQ(ThroughShell(batch, shell), batch) << shell << ": batch starting at " << start;
+    }
   }
 }
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <random>
 
 #include "error.hpp"
@@ -40,32 +42,58 @@ TEST(SshCommand, SecretsAreEncodedAsPrintableLines) {
   EXPECT_THROW(EncodeSecrets({{"A", std::string("x\0y", 3)}}), Error);
 }
 
+// The login shells a sandbox user may have.
+const std::vector<std::string> kShells = {"/bin/sh", "/bin/bash", "/usr/bin/zsh", "/usr/bin/fish"};
+
 TEST(SshCommand, PlainCommandLines) {
   EXPECT_EQ(BuildRemoteCommand({"ls", "-l", "a b"}, "", {}, false, "n").line, "ls -l 'a b'");
-  EXPECT_EQ(BuildRemoteCommand({"ls"}, "/srv/x y", {}, false, "n").line, "cd -- '/srv/x y' && ls");
-  EXPECT_EQ(BuildRemoteCommand({"ls"}, "~", {}, true, "n").line, "cd -- \"$HOME\" && ls");
-  EXPECT_EQ(BuildRemoteCommand({"ls"}, "~/projects/my app", {}, false, "n").line,
-            "cd -- \"$HOME\"/'projects/my app' && ls");
   RemoteCommand shell = BuildRemoteCommand({}, "", {}, true, "n");
   EXPECT_EQ(shell.line, "");  // the login shell, by a shell request
-  EXPECT_EQ(BuildRemoteCommand({}, "~/p", {}, true, "n").line,
-            "cd -- \"$HOME\"/p && exec \"${SHELL:-/bin/sh}\" -l");
   EXPECT_TRUE(BuildRemoteCommand({"ls"}, "", {}, true, "n").preamble.empty());
+}
+
+// Run the way sshd runs them (`LOGIN-SHELL -c LINE`), lines mean the same in every login shell:
+// the words, the directory ("~" the remote home), the login shell started there.
+TEST(SshCommand, CommandLinesMeanTheSameInEveryLoginShell) {
+  char tmpl[] = "/tmp/ss-cmd-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string home = tmpl, dir = home + "/it's a \\ dir";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::vector<std::string> words = {"a b", "it's", "\\", "$HOME", "*", "{a,b}", "=x", ""};
+  std::vector<std::string> argv = {"printf", "[%s]"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  for (const auto& sh : kShells) {
+    ProcessOptions o;
+    o.env = {{"HOME", home}, {"SHELL", "/bin/sh"}};
+    auto run = [&](const RemoteCommand& cmd) { return ss::Run({sh, "-c", cmd.line}, o); };
+    ProcessResult r = run(BuildRemoteCommand(argv, "", {}, false, "n"));
+    EXPECT_EQ(r.out, "[a b][it's][\\][$HOME][*][{a,b}][=x][]") << sh << ": " << r.err;
+    r = run(BuildRemoteCommand({"pwd"}, dir, {}, false, "n"));
+    EXPECT_EQ(r.out, dir + "\n") << sh << ": " << r.err;
+    r = run(BuildRemoteCommand({"pwd"}, "~/it's a \\ dir", {}, true, "n"));
+    EXPECT_EQ(r.out, dir + "\n") << sh << ": " << r.err;
+    o.input = "pwd\n";
+    r = run(BuildRemoteCommand({}, "~/it's a \\ dir", {}, true, "n"));
+    EXPECT_EQ(r.out, dir + "\n") << sh << ": " << r.err;
+    o.input.reset();
+  }
+  std::filesystem::remove_all(home);
 }
 
 // The secret reader, run by real shells: every value arrives byte for byte, and the command's
 // own stdin is untouched after the preamble.
 TEST(SshCommand, SecretReaderExportsExactValuesInEveryShell) {
   std::mt19937 rng(7);
-  for (const char* shell : {"/bin/sh", "/bin/bash"}) {
+  for (const auto& shell : kShells) {
     for (int round = 0; round < 20; ++round) {
-      EnvList secrets = {{"S1", RandomValue(rng)}, {"S2", RandomValue(rng)}, {"S_3", ""}};
+      // S1 starts with a mark that nothing else in the line could spell.
+      EnvList secrets = {
+          {"S1", "s3cr3t-" + RandomValue(rng)}, {"S2", RandomValue(rng)}, {"S_3", ""}};
       RemoteCommand cmd =
           BuildRemoteCommand({"sh", "-c", "printf '%s\\0' \"$S1\" \"$S2\" \"${S_3-unset}\"; cat"},
                              "", secrets, false, "n");
       EXPECT_TRUE(cmd.ready_marker.empty());
-      EXPECT_EQ(cmd.line.find(secrets[0].second.empty() ? "\x01" : secrets[0].second),
-                std::string::npos);
+      EXPECT_EQ(cmd.line.find("s3cr3t-"), std::string::npos);
       std::string rest = "the command's own input\n\nmore";
       ProcessResult r = RunLine(shell, cmd.line, cmd.preamble + rest);
       ASSERT_EQ(r.status, 0) << shell << ": " << r.err;
