@@ -459,12 +459,19 @@ void CheckStrict(const YAML::Node& node, const std::string& file, const std::str
 }
 
 // `secrets` written as a map: NAME: (nothing) passes the variable in as the list form does;
-// NAME: {inject: [hosts], from: {env: VAR} | {file: PATH} | {command: [argv]}} gives the sandbox a
-// placeholder that ss-net replaces with the value (read on the host, from $NAME by default) in
-// requests to those hosts. Returns the names, and the injections as {NAME: {inject, from}}.
-std::pair<Json, Json> ConvertSecretsMap(const std::string& key, const YAML::Node& node,
-                                        const std::string& file) {
-  Json names = Json::array(), inject = Json::object();
+// NAME: {from: {env: VAR} | {file: PATH} | {command: [argv]}} passes in the value read there on
+// the host at each session; NAME: {inject: [hosts], from: ...} gives the sandbox a placeholder
+// that ss-net replaces with the value (from $NAME by default) in requests to those hosts.
+struct SecretsMap {
+  Json names = Json::array();
+  Json inject = Json::object();  // {NAME: {inject, from}}
+  Json from = Json::object();    // {NAME: from}, for the secrets that are not injected
+};
+
+SecretsMap ConvertSecretsMap(const std::string& key, const YAML::Node& node,
+                             const std::string& file) {
+  SecretsMap out;
+  Json &names = out.names, &inject = out.inject;
   auto scalar_list = [&](const YAML::Node& n, const std::string& what) {
     if (!n.IsSequence() || n.size() == 0) {
       FileError(file, n.Mark(), Cat(what, ": expected a list of strings"));
@@ -527,12 +534,13 @@ std::pair<Json, Json> ConvertSecretsMap(const std::string& key, const YAML::Node
                   Cat("unknown key '", where, ".", field, "'; a secret has inject: and from:"));
       }
     }
-    if (!entry.contains("inject")) {
-      FileError(file, spec.Mark(), Cat(where, ": from: is for injected secrets (inject: [hosts])"));
+    if (entry.contains("inject")) {
+      inject[name] = entry;
+    } else {
+      out.from[name] = entry["from"];
     }
-    inject[name] = entry;
   }
-  return {names, inject};
+  return out;
 }
 
 void Walk(const YAML::Node& node, const std::string& prefix, const std::string& file,
@@ -560,9 +568,10 @@ void Walk(const YAML::Node& node, const std::string& prefix, const std::string& 
     }
     if (spec && (spec->key == "secrets" || spec->key == "sandboxes.*.secrets") &&
         it->second.IsMap()) {
-      auto [names, inject] = ConvertSecretsMap(path, it->second, file);
-      out[path] = names;
-      if (!inject.empty()) out[path + "#inject"] = inject;
+      SecretsMap secrets = ConvertSecretsMap(path, it->second, file);
+      out[path] = secrets.names;
+      if (!secrets.inject.empty()) out[path + "#inject"] = secrets.inject;
+      if (!secrets.from.empty()) out[path + "#from"] = secrets.from;
       continue;
     }
     if (spec) {
@@ -1138,6 +1147,12 @@ Json Config::SandboxValue(std::string_view sandbox, std::string_view field) cons
 Json Config::SecretInjections(std::string_view sandbox) const {
   std::string key = Cat("sandboxes.", sandbox, ".secrets");
   auto it = values_.find(Cat(IsSet(key) ? key : std::string("secrets"), "#inject"));
+  return it == values_.end() ? Json::object() : it->second;
+}
+
+Json Config::SecretSources(std::string_view sandbox) const {
+  std::string key = Cat("sandboxes.", sandbox, ".secrets");
+  auto it = values_.find(Cat(IsSet(key) ? key : std::string("secrets"), "#from"));
   return it == values_.end() ? Json::object() : it->second;
 }
 

@@ -83,6 +83,9 @@ class Config {
   // The secrets ss-net injects for `sandbox` instead of passing them in (`secrets` written as a
   // map with inject:): {NAME: {"inject": [hosts], "from": {"env"|"file"|"command": ...}}}.
   Json SecretInjections(std::string_view sandbox) const;
+  // Where the secrets passed in are read on the host when that is not $NAME (`secrets` written as
+  // a map with from: and no inject:): {NAME: {"env"|"file"|"command": ...}}.
+  Json SecretSources(std::string_view sandbox) const;
 
   // Checks for updates unless updates.check is false or SS_NO_UPDATE is set.
   bool UpdatesEnabled() const;

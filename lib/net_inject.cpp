@@ -25,17 +25,7 @@ InjectedSecrets PrepareInjectedSecrets(const Config& config, const std::string& 
     for (const auto& host : spec["inject"]) {
       r.hosts.push_back(*NormaliseHostName(host.get<std::string>()));
     }
-    const Json& from = spec["from"];
-    if (from.contains("file")) {
-      r.from.kind = NetSecretSource::kFile;
-      r.from.file = from["file"].get<std::string>();
-    } else if (from.contains("command")) {
-      r.from.kind = NetSecretSource::kCommand;
-      r.from.command = from["command"].get<std::vector<std::string>>();
-    } else {
-      r.from.kind = NetSecretSource::kEnv;
-      r.from.env = from["env"].get<std::string>();
-    }
+    r.from = SecretSourceFromJson(spec["from"]).value();  // checked when config.yaml was read
     rules.push_back(std::move(r));
   }
   for (auto& [name, placeholder] : ApplyNetInjections(sandbox, std::move(rules))) {

@@ -184,20 +184,10 @@ std::string NetPolicyToJson(const NetPolicy& policy) {
   for (const NetRule& r : policy.allow) j["allow"].push_back(r.text);
   for (const NetRule& r : policy.deny) j["deny"].push_back(r.text);
   for (const NetInjection& i : policy.inject) {
-    nlohmann::json from;
-    switch (i.from.kind) {
-      case NetSecretSource::kEnv:
-        from["env"] = i.from.env;
-        break;
-      case NetSecretSource::kFile:
-        from["file"] = i.from.file;
-        break;
-      case NetSecretSource::kCommand:
-        from["command"] = i.from.command;
-        break;
-    }
-    nlohmann::json rule = {
-        {"secret", i.secret}, {"placeholder", i.placeholder}, {"hosts", i.hosts}, {"from", from}};
+    nlohmann::json rule = {{"secret", i.secret},
+                           {"placeholder", i.placeholder},
+                           {"hosts", i.hosts},
+                           {"from", SecretSourceToJson(i.from)}};
     j["inject"].push_back(rule);
   }
   return j.dump(2) + "\n";
@@ -221,6 +211,44 @@ bool IsPlaceholder(std::string_view s) {
            c == '-' || c == '.';
   });
 }
+
+}  // namespace
+
+std::optional<NetSecretSource> SecretSourceFromJson(const nlohmann::json& from) {
+  if (!from.is_object() || from.size() != 1) return std::nullopt;
+  NetSecretSource s;
+  if (from.contains("env") && from["env"].is_string() &&
+      IsEnvName(from["env"].get<std::string>())) {
+    s.kind = NetSecretSource::kEnv;
+    s.env = from["env"].get<std::string>();
+  } else if (from.contains("file") && from["file"].is_string() &&
+             from["file"].get<std::string>().starts_with("/")) {
+    s.kind = NetSecretSource::kFile;
+    s.file = from["file"].get<std::string>();
+  } else if (from.contains("command") && from["command"].is_array() && !from["command"].empty() &&
+             std::all_of(from["command"].begin(), from["command"].end(),
+                         [](const nlohmann::json& w) { return w.is_string(); })) {
+    s.kind = NetSecretSource::kCommand;
+    for (const auto& w : from["command"]) s.command.push_back(w.get<std::string>());
+  } else {
+    return std::nullopt;
+  }
+  return s;
+}
+
+nlohmann::json SecretSourceToJson(const NetSecretSource& from) {
+  switch (from.kind) {
+    case NetSecretSource::kFile:
+      return {{"file", from.file}};
+    case NetSecretSource::kCommand:
+      return {{"command", from.command}};
+    case NetSecretSource::kEnv:
+      break;
+  }
+  return {{"env", from.env}};
+}
+
+namespace {
 
 NetInjection ParseInjection(const nlohmann::json& j, const std::function<Error(std::string)>& bad) {
   if (!j.is_object()) throw bad("\"inject\" holds an entry that is not an object");
@@ -247,29 +275,13 @@ NetInjection ParseInjection(const nlohmann::json& j, const std::function<Error(s
     }
     i.hosts.push_back(*name);
   }
-  if (!j.contains("from") || !j["from"].is_object() || j["from"].size() != 1) {
-    throw bad(Cat("the injection of ", i.secret,
-                  " needs \"from\" with one of \"env\", \"file\", \"command\""));
-  }
-  const auto& from = j["from"];
-  if (from.contains("env") && from["env"].is_string() &&
-      IsEnvName(from["env"].get<std::string>())) {
-    i.from.kind = NetSecretSource::kEnv;
-    i.from.env = from["env"].get<std::string>();
-  } else if (from.contains("file") && from["file"].is_string() &&
-             from["file"].get<std::string>().starts_with("/")) {
-    i.from.kind = NetSecretSource::kFile;
-    i.from.file = from["file"].get<std::string>();
-  } else if (from.contains("command") && from["command"].is_array() && !from["command"].empty() &&
-             std::all_of(from["command"].begin(), from["command"].end(),
-                         [](const nlohmann::json& w) { return w.is_string(); })) {
-    i.from.kind = NetSecretSource::kCommand;
-    for (const auto& w : from["command"]) i.from.command.push_back(w.get<std::string>());
-  } else {
+  auto from = j.contains("from") ? SecretSourceFromJson(j["from"]) : std::nullopt;
+  if (!from) {
     throw bad(Cat("the injection of ", i.secret,
                   ": \"from\" is {\"env\": NAME}, {\"file\": ABSOLUTE-PATH} or "
                   "{\"command\": [PROGRAM, ARGS...]}"));
   }
+  i.from = std::move(*from);
   return i;
 }
 

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +58,11 @@ struct NetSecretSource {
   std::string file;                  // kFile: an absolute path
   std::vector<std::string> command;  // kCommand: argv, run without a shell
 };
+
+// As written in config.yaml and policy.json: {"env": NAME}, {"file": ABSOLUTE-PATH} or
+// {"command": [PROGRAM, ARGS...]}. nullopt when `from` is none of these.
+std::optional<NetSecretSource> SecretSourceFromJson(const nlohmann::json& from);
+nlohmann::json SecretSourceToJson(const NetSecretSource& from);
 
 // A secret the sandbox holds only as a placeholder: for connections to `hosts` (exact names)
 // ss-net terminates TLS and puts the real value in place of the placeholder in request headers;

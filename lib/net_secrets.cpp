@@ -38,7 +38,7 @@ std::optional<std::string> SecretReader::Read(const NetSecretSource& from, std::
     case NetSecretSource::kEnv: {
       const char* v = std::getenv(from.env.c_str());
       if (!v) {
-        *why = Cat("$", from.env, " is not set in ss-net's environment");
+        *why = Cat("$", from.env, " is not set on the host");
         return std::nullopt;
       }
       return Trimmed(v, why, Cat("$", from.env));

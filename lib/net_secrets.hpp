@@ -1,6 +1,7 @@
-// The real values of injected secrets (net_policy.hpp NetSecretSource), read on the host when a
-// request needs one: from ss-net's environment, a file, or a command's output (run without a
-// shell, its output kept for a minute so a password manager is not asked on every request).
+// The real values of secrets (net_policy.hpp NetSecretSource), read on the host when a session
+// starts (ss-attach) or a request needs one (ss-net): from the process's environment, a file, or
+// a command's output (run without a shell, its output kept for a minute so a password manager is
+// not asked on every request).
 // Values are never logged, and no message says more than where a value was to come from.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "menu.hpp"
 #include "net_inject.hpp"
+#include "net_secrets.hpp"
 #include "net_store.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -198,10 +199,23 @@ class Session {
       names.push_back(item.get<std::string>());
     names.insert(names.end(), o_.env.begin(), o_.env.end());
     EnvList out = injected.env;
+    Json sources = config_.SecretSources(name_);
+    SecretReader reader;
     for (const auto& name : names) {
       CheckEnvName(name);
       if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; }))
         continue;
+      // Read where config.yaml says (a file, a password manager's command), at each session.
+      if (sources.contains(name) && !std::count(o_.env.begin(), o_.env.end(), name)) {
+        std::string why;
+        auto value = reader.Read(SecretSourceFromJson(sources[name]).value(), &why);
+        if (!value) {
+          throw Error(kExitConfig, Cat("the secret ", name, " could not be read: ", why), {},
+                      {Cat("fix its from: under secrets in config.yaml (ss config get secrets)")});
+        }
+        out.emplace_back(name, std::move(*value));
+        continue;
+      }
       const char* v = std::getenv(name.c_str());
       if (!v) {
         Warn(Cat("$", name, " is not set on the host; the session starts without it"));

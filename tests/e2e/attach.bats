@@ -197,6 +197,25 @@ EOF
   assert_output "$SS_E2E_SECRET|unset"
   assert_equal "$stderr" "ss: warning: \$SS_E2E_MISSING is not set on the host; the session starts without it"
   ss config set secrets '' >/dev/null
+  # From where users keep them: a command's output, a file; read on the host at each session.
+  printf '%s\n' "$SS_E2E_SECRET-in-a-file" >"$E2E_ROOT/secret-file"
+  grep -v '^secrets:' "$SS_HOME/config.yaml" >"$E2E_ROOT/config.saved"
+  cp "$E2E_ROOT/config.saved" "$SS_HOME/config.yaml"
+  printf '%s\n' "secrets:" \
+    "  FROM_CMD: {from: {command: [printf, '%s', $SS_E2E_SECRET-from-a-command]}}" \
+    "  FROM_FILE: {from: {file: $E2E_ROOT/secret-file}}" >>"$SS_HOME/config.yaml"
+  run --separate-stderr ss proj -- sh -c 'printf "%s|%s" "$FROM_CMD" "$FROM_FILE"'
+  assert_success
+  assert_output "$SS_E2E_SECRET-from-a-command|$SS_E2E_SECRET-in-a-file"
+  run ss exec -- ps auxww
+  refute_output --partial "$SS_E2E_SECRET"
+  # A source that fails: exit 78, naming the secret and its source, before anything starts.
+  cp "$E2E_ROOT/config.saved" "$SS_HOME/config.yaml"
+  printf '%s\n' "secrets:" "  FAILING: {from: {command: [false]}}" >>"$SS_HOME/config.yaml"
+  run --separate-stderr ss proj -- true
+  cp "$E2E_ROOT/config.saved" "$SS_HOME/config.yaml"
+  assert_equal "$status" 78
+  assert_equal "${stderr_lines[0]}" "ss: error: the secret FAILING could not be read: the command 'false' exited with status 1"
 }
 
 @test "a host key that does not match the pinned one is refused: exit 77, never connected" {

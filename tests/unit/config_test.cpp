@@ -212,6 +212,24 @@ TEST(ConfigSecrets, TheMapFormDeclaresInjectedSecretsAndKeepsTheListForm) {
   EXPECT_EQ(c.SandboxValue("files", "secrets"), Json::array({"K"}));
 }
 
+// from: without inject: the value is read there at each session and passed in.
+TEST(ConfigSecrets, SourcesOfSecretsPassedIn) {
+  Config c = Config::Parse(
+      "secrets:\n"
+      "  OP_TOKEN: {from: {command: [op, read, 'op://vault/item/field']}}\n"
+      "  FROM_FILE: {from: {file: /run/secrets/x}}\n"
+      "  PLAIN:\n"
+      "  INJECTED: {inject: [api.example.com], from: {env: OTHER}}\n",
+      "c.yaml");
+  EXPECT_EQ(c.List("secrets"),
+            (std::vector<std::string>{"OP_TOKEN", "FROM_FILE", "PLAIN", "INJECTED"}));
+  Json sources = c.SecretSources("box");
+  EXPECT_EQ(sources.size(), 2u);
+  EXPECT_EQ(sources["OP_TOKEN"]["command"], Json::array({"op", "read", "op://vault/item/field"}));
+  EXPECT_EQ(sources["FROM_FILE"]["file"], "/run/secrets/x");
+  EXPECT_EQ(c.SecretInjections("box").size(), 1u);
+}
+
 TEST(ConfigSecrets, BadInjectionsAreConfigErrorsWithTheirPlace) {
   auto error = [](const std::string& text) {
     try {
@@ -226,7 +244,7 @@ TEST(ConfigSecrets, BadInjectionsAreConfigErrorsWithTheirPlace) {
             std::string::npos);
   EXPECT_NE(error("secrets: {K: {inject: []}}\n").find("expected a list of strings"),
             std::string::npos);
-  EXPECT_NE(error("secrets: {K: {from: {env: X}}}\n").find("from: is for injected secrets"),
+  EXPECT_NE(error("secrets: {K: {from: {file: rel}}}\n").find("from: expected env: NAME"),
             std::string::npos);
   EXPECT_NE(error("secrets: {K: {inject: [a.test], from: {file: rel}}}\n").find("from:"),
             std::string::npos);
