@@ -62,7 +62,13 @@ print(out.stdout.strip(), out.stderr.strip(), flush=True)
 open("/tmp/agent.pid", "w").write(str(os.getpid()))
 time.sleep(60)' >"$W/agent.out" 2>&1 3>&- &
   agent=$!
-  for _ in $(seq 300); do [ -s "$W/agent.out" ] && grep -q '^ok' "$W/agent.out" && break; sleep 0.2; done
+  # Its two lines (the value it holds, then the answer), or its end; the first session of a
+  # sandbox without hardware acceleration installs the CA first, which takes a while.
+  for _ in $(seq 1500); do
+    [ "$(wc -l <"$W/agent.out")" -ge 2 ] && break
+    kill -0 "$agent" 2>/dev/null || break
+    sleep 0.2
+  done
   cat "$W/agent.out"
   placeholder=$(head -1 "$W/agent.out")
   [[ "$placeholder" == ss-placeholder-* ]]
