@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "output.hpp"
 #include "strings.hpp"
+#include "version.hpp"
 
 namespace ss {
 
@@ -30,6 +31,12 @@ int RunTool(std::string_view name, int argc, char** argv,
   Args args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   try {
+    // Every binary says what it is, the same way.
+    if (args.size() == 1 && args[0] == "--version") {
+      std::string_view binary = argc > 0 ? std::string_view(argv[0]) : name;
+      std::cout << VersionLine(binary.substr(binary.rfind('/') + 1)) << "\n";
+      return 0;
+    }
     int status = body(args);
     std::cout.flush();
     return status;

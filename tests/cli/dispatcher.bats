@@ -5,6 +5,14 @@ load helpers
 
 setup() { ss_setup; }
 
+@test "every binary answers --version the same way" {
+  for b in ss-attach ss-config ss-net ss-project ss-snap ss-sync ss-tunnel ss-update ss-vm; do
+    run "$SS_BUILD_DIR/libexec/ss/$b" --version
+    assert_success
+    assert_output --regexp "^$b [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]+|unknown), built [0-9]{4}-[0-9]{2}-[0-9]{2}\)$"
+  done
+}
+
 @test "--version prints version, commit and build date" {
   run ss --version
   assert_success
