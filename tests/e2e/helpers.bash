@@ -177,7 +177,7 @@ fake_internet_up() {
   local taken
   taken=$(ip -4 -o route show to match "$FI_OUTSIDE" | grep -v '^default ' || true)
   if [ -n "$taken" ] || [ -n "$(getent ahostsv4 deb.debian.org | grep "^${FI_NET//./\\.}\\." || true)" ]; then
-    echo "fake_internet_up: $FI_NET.0/24 is in use on this machine (${taken:-Debian's archive is there}); set SS_E2E_FAKE_NET to another /24" >&2
+    echo "fake_internet_up: $FI_NET.0/24 is in use on this machine (${taken:-the Debian archive is there}); set SS_E2E_FAKE_NET to another /24" >&2
     return 1
   fi
   mkdir -p "$FI_DIR/www"
