@@ -211,7 +211,7 @@ class Session {
         auto value = reader.Read(SecretSourceFromJson(sources[name]).value(), &why);
         if (!value) {
           throw Error(kExitConfig, Cat("the secret ", name, " could not be read: ", why), {},
-                      {Cat("fix its from: under secrets in config.yaml (ss config get secrets)")});
+                      {"fix its from: under secrets in config.yaml (ss config get secrets)"});
         }
         out.emplace_back(name, std::move(*value));
         continue;
