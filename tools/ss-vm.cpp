@@ -37,6 +37,11 @@ namespace po = boost::program_options;
 namespace ss {
 namespace {
 
+// ss vm's commands, for completion and did-you-mean.
+constexpr const char* kCommands[] = {"start", "stop",   "restart",      "status",
+                                     "reset", "delete", "list",         "backends",
+                                     "image", "setup",  "health-check", "doctor"};
+
 constexpr const char* kUsage = R"(usage: ss vm COMMAND [OPTIONS]
 
 Sandboxes: the machines the agent runs in.
@@ -154,13 +159,19 @@ int Start(const Options& o, const Config& config) {
   return 0;
 }
 
-int Stop(const Options& o, const Config& config) {
-  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+// The sandbox's state; exit 66 with `hint` when it does not exist.
+SandboxState ExistingState(Sandbox& sandbox, std::string hint) {
   SandboxState state = sandbox.State();
   if (state == SandboxState::kNotExists) {
     throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
-                {"list them: ss vm list"});
+                {std::move(hint)});
   }
+  return state;
+}
+
+int Stop(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  SandboxState state = ExistingState(sandbox, "list them: ss vm list");
   if (state == SandboxState::kStopped) {
     std::cout << "Already stopped.\n";
     return 0;
@@ -173,12 +184,7 @@ int Stop(const Options& o, const Config& config) {
 
 int Restart(const Options& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
-  SandboxState state = sandbox.State();
-  if (state == SandboxState::kNotExists) {
-    throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
-                {"create it: ss start"});
-  }
-  if (state != SandboxState::kStopped) {
+  if (ExistingState(sandbox, "create it: ss start") != SandboxState::kStopped) {
     Say("Stopping VM...");
     sandbox.Stop(std::chrono::seconds(15));
   }
@@ -329,10 +335,11 @@ int Status(const Options& o, const Config& config) {
   std::cout << "Projects:  " << projects << "\n";
   if (!st.address.empty()) std::cout << "Address:   " << st.address << "\n";
   if (state != SandboxState::kNotExists) {
-    std::string shown = snapshots.empty() ? "none (take one: ss snapshot NAME)"
-                                          : Cat(snapshots.size(), ": ", Join(snapshots, ", "));
-    if (!snapshots_error.empty()) shown = Cat("unknown (", snapshots_error, ")");
-    std::cout << "Snapshots: " << shown << "\n";
+    std::cout << "Snapshots: "
+              << (!snapshots_error.empty() ? Cat("unknown (", snapshots_error, ")")
+                  : snapshots.empty()      ? std::string("none (take one: ss snapshot NAME)")
+                                           : Cat(snapshots.size(), ": ", Join(snapshots, ", ")))
+              << "\n";
   }
   if (!sandbox.deploy_dir().empty()) {
     std::cout << "Deploy:    " << DisplayPath(sandbox.deploy_dir()) << " (at " << kDeployTarget
@@ -671,8 +678,7 @@ int Doctor(const Options& o, const Config& config) {
 
 int Complete(const Args& words) {
   if (words.size() <= 1) {
-    for (const char* w : {"start", "stop", "restart", "status", "reset", "delete", "list",
-                          "backends", "image", "setup", "health-check", "doctor"}) {
+    for (const char* w : kCommands) {
       std::cout << w << "\n";
     }
     return 0;
@@ -726,8 +732,7 @@ int Run(const Options& o) {
   if (cmd == "list" || cmd == "ls") return List(o, config);
   if (cmd == "backends") return Backends(o, config);
   std::vector<std::string> hints;
-  if (auto guess = Suggest(cmd, {"start", "stop", "restart", "status", "reset", "delete", "list",
-                                 "backends", "image", "setup", "health-check", "doctor"})) {
+  if (auto guess = Suggest(cmd, {std::begin(kCommands), std::end(kCommands)})) {
     hints.push_back(Cat("did you mean '", *guess, "'?"));
   }
   hints.push_back("see 'ss vm --help'");
