@@ -12,7 +12,6 @@ load helpers
 
 setup_file() {
   export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
-  echo "$SS_E2E_BACKEND" >"$BATS_FILE_TMPDIR/backend"
   e2e_sandbox_file eg
   fake_internet_up allowed.test evil.test config.test
   # A variable of the user's that ss's long-lived processes must not keep.
@@ -28,8 +27,6 @@ setup_file() {
 teardown_file() {
   e2e_env
   fake_internet_env
-  SS_E2E_BACKEND=$(cat "$BATS_FILE_TMPDIR/backend" 2>/dev/null || echo docker)
-  export SS_E2E_BACKEND
   e2e_sandbox_remove
   fake_internet_down
 }
@@ -38,8 +35,6 @@ setup() {
   e2e_sandbox_env
   fake_internet_env
   W=$BATS_FILE_TMPDIR
-  SS_E2E_BACKEND=$(cat "$W/backend")
-  export SS_E2E_BACKEND
 }
 
 in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }

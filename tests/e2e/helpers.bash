@@ -45,14 +45,16 @@ e2e_sandbox_file() {
   e2e_home
   export SANDBOX="$1-$SS_E2E_BACKEND-$$"
   echo "$SANDBOX" > "$BATS_FILE_TMPDIR/sandbox"
+  echo "$SS_E2E_BACKEND" > "$BATS_FILE_TMPDIR/backend"
   ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null
   ss vm image build >&3 2>&1
 }
-# e2e_sandbox_env (in setup): the home, and SANDBOX as the default sandbox.
+# e2e_sandbox_env (in setup): the home, SANDBOX as the default sandbox, and the file's backend.
 e2e_sandbox_env() {
   e2e_env
   SANDBOX=$(cat "$BATS_FILE_TMPDIR/sandbox")
-  export SS_SANDBOX=$SANDBOX
+  SS_E2E_BACKEND=$(cat "$BATS_FILE_TMPDIR/backend")
+  export SS_SANDBOX=$SANDBOX SS_E2E_BACKEND
 }
 # e2e_sandbox_remove (in teardown_file): the sandbox deleted whatever its working copies hold
 # (--force: they are saved into the home, which goes next).

@@ -10,7 +10,6 @@ load helpers
 
 setup_file() {
   export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
-  echo "$SS_E2E_BACKEND" >"$BATS_FILE_TMPDIR/backend"
   e2e_sandbox_file inj
   FI_443=headers fake_internet_up api.inject.test
   echo "inj-secret-$$-$RANDOM$RANDOM" >"$BATS_FILE_TMPDIR/secret"
@@ -31,8 +30,6 @@ inj_env() {
 teardown_file() {
   e2e_env
   inj_env
-  SS_E2E_BACKEND=$(cat "$BATS_FILE_TMPDIR/backend" 2>/dev/null || echo docker)
-  export SS_E2E_BACKEND
   e2e_sandbox_remove
   fake_internet_down
 }
@@ -42,8 +39,6 @@ setup() {
   inj_env
   W=$BATS_FILE_TMPDIR
   SECRET=$(cat "$W/secret")
-  SS_E2E_BACKEND=$(cat "$W/backend")
-  export SS_E2E_BACKEND
 }
 
 as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
