@@ -38,6 +38,7 @@ struct Mount {
   std::string source;  // host path
   std::string target;  // path in the sandbox
   bool read_only = false;
+  bool operator==(const Mount&) const = default;
 };
 
 // Everything a backend needs to create a sandbox. Provisioning data (cloud-init) is rendered by

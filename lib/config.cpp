@@ -13,6 +13,7 @@
 #include "net_presets.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "shares.hpp"
 #include "size.hpp"
 #include "strings.hpp"
 #include "suggest.hpp"
@@ -52,7 +53,14 @@ Json DefaultNetPresets() { return Json::array({"agent", "packages", "github"}); 
 Json DefaultCdpPort() { return 9222; }
 Json DefaultShell() { return "bash"; }
 Json DefaultMode() { return "mount"; }
+Json DefaultAgentBrowser() { return "auto"; }
 Json DefaultFeed() { return "https://supersandbox.dev/releases"; }
+
+bool IsSecretsKey(std::string_view key) {
+  return key == "secrets" || key == "sandboxes.*.secrets" || key == "profiles.*.secrets";
+}
+
+bool IsEnvName(std::string_view s) { return NameOf(s, "A-Za-z_", "A-Za-z0-9_", s.size()); }
 
 const std::vector<std::string> kBackends = {"auto",   "qemu", "lxd", "docker",
                                             "podman", "lume", "lima"};
@@ -223,72 +231,159 @@ std::vector<KeySpec> BuildSchema() {
          ""});
   };
   add_network("network");
-  add({"sandboxes.*.backend", ValueType::kEnum, "backend of this sandbox", kBackends, nullptr,
-       nullptr, "", nullptr, ""});
-  add({"sandboxes.*.cpus",
-       ValueType::kInt,
-       "CPUs of this sandbox",
-       {},
-       MinCpus,
-       MaxCpus,
-       "host cores",
-       nullptr,
-       ""});
-  add({"sandboxes.*.memory",
-       ValueType::kSize,
-       "memory of this sandbox",
-       {},
-       MinMemory,
-       MaxMemory,
-       "host RAM - 4GB",
-       nullptr,
-       ""});
-  add({"sandboxes.*.disk",
-       ValueType::kSize,
-       "disk size of this sandbox",
-       {},
-       MinDisk,
-       MaxDisk,
-       "",
-       nullptr,
-       ""});
-  add({"sandboxes.*.ephemeral",
-       ValueType::kBool,
-       "remove the sandbox when the session ends",
-       {},
-       nullptr,
-       nullptr,
-       "",
-       nullptr,
-       ""});
-  add({"sandboxes.*.shell",
-       ValueType::kEnum,
-       "login shell of the sandbox user",
-       {"bash", "fish"},
-       nullptr,
-       nullptr,
-       "",
-       DefaultShell,
-       ""});
-  add({"sandboxes.*.deploy",
+  add({"agent.config",
        ValueType::kString,
-       "host folder shared read-write at /mnt/deploy, set when the sandbox is created",
+       "host folder whose files are copied into the sandbox's ~/.claude (never mounted)",
        {},
        nullptr,
        nullptr,
        "",
        nullptr,
        ""});
-  add({"sandboxes.*.secrets",
+  add({"agent.browser",
+       ValueType::kEnum,
+       "auto: start the agent with --chrome when Claude in Chrome is the browser path; off: never",
+       {"auto", "off"},
+       nullptr,
+       nullptr,
+       "",
+       DefaultAgentBrowser,
+       ""});
+  add({"image.packages",
        ValueType::kStringList,
-       "host variables passed into this sandbox (or a map, as secrets)",
+       "Debian packages of your own added to the next image build",
+       {},
+       nullptr,
+       nullptr,
+       "",
+       DefaultEmptyList,
+       ""});
+  add({"image.npm",
+       ValueType::kStringList,
+       "npm packages of your own installed globally by the next image build",
+       {},
+       nullptr,
+       nullptr,
+       "",
+       DefaultEmptyList,
+       ""});
+  // One sandbox's settings (sandboxes.NAME) and a profile's (profiles.NAME, the settings of the
+  // sandbox `--profile NAME` runs in): the same keys, each falling back to the top level's.
+  auto add_sandbox = [&](const std::string& prefix, const std::string& whose) {
+    add({prefix + ".backend", ValueType::kEnum, Cat("backend of ", whose), kBackends, nullptr,
+         nullptr, "", nullptr, ""});
+    add({prefix + ".cpus",
+         ValueType::kInt,
+         Cat("CPUs of ", whose),
+         {},
+         MinCpus,
+         MaxCpus,
+         "host cores",
+         nullptr,
+         ""});
+    add({prefix + ".memory",
+         ValueType::kSize,
+         Cat("memory of ", whose),
+         {},
+         MinMemory,
+         MaxMemory,
+         "host RAM - 4GB",
+         nullptr,
+         ""});
+    add({prefix + ".disk",
+         ValueType::kSize,
+         Cat("disk size of ", whose),
+         {},
+         MinDisk,
+         MaxDisk,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".ephemeral",
+         ValueType::kBool,
+         "remove the sandbox when the session ends",
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".shell",
+         ValueType::kEnum,
+         "login shell of the sandbox user",
+         {"bash", "fish"},
+         nullptr,
+         nullptr,
+         "",
+         DefaultShell,
+         ""});
+    add({prefix + ".deploy",
+         ValueType::kString,
+         "host folder shared read-write at /mnt/deploy, set when the sandbox is created",
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".mounts",
+         ValueType::kStringList,
+         "more host folders shared when the sandbox is created: HOST:GUEST or HOST:GUEST:ro",
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".env",
+         ValueType::kStringList,
+         "variables of every session: NAME (the host's value) or NAME=VALUE",
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".secrets",
+         ValueType::kStringList,
+         Cat("host variables passed into ", whose, " (or a map, as secrets)"),
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".agent.command",
+         ValueType::kString,
+         Cat("command that starts the agent in ", whose),
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add({prefix + ".agent.config",
+         ValueType::kString,
+         Cat("host folder copied into the ~/.claude of ", whose),
+         {},
+         nullptr,
+         nullptr,
+         "",
+         nullptr,
+         ""});
+    add_network(prefix + ".network");
+  };
+  add_sandbox("sandboxes.*", "this sandbox");
+  add({"profiles.*.description",
+       ValueType::kString,
+       "what the profile is for (ss profiles)",
        {},
        nullptr,
        nullptr,
        "",
        nullptr,
        ""});
-  add_network("sandboxes.*.network");
+  add_sandbox("profiles.*", "this profile's sandbox");
   return s;
 }
 
@@ -566,8 +661,7 @@ void Walk(const YAML::Node& node, const std::string& prefix, const std::string& 
                 Cat("invalid sandbox name in '", path,
                     "': use lowercase letters, numbers and hyphens, starting with a letter"));
     }
-    if (spec && (spec->key == "secrets" || spec->key == "sandboxes.*.secrets") &&
-        it->second.IsMap()) {
+    if (spec && IsSecretsKey(spec->key) && it->second.IsMap()) {
       SecretsMap secrets = ConvertSecretsMap(path, it->second, file);
       out[path] = secrets.names;
       if (!secrets.inject.empty()) out[path + "#inject"] = secrets.inject;
@@ -991,7 +1085,11 @@ std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
     }
   }
   if (spec.type == ValueType::kStringList) {
-    bool names = spec.key == "secrets" || spec.key == "sandboxes.*.secrets";
+    bool names = IsSecretsKey(spec.key);
+    bool mounts = spec.key.ends_with(".mounts");
+    bool env = spec.key.ends_with("*.env");
+    bool debs = spec.key == "image.packages";
+    bool npm = spec.key == "image.npm";
     bool rules = spec.key.ends_with("network.allow") || spec.key.ends_with("network.deny");
     bool presets = spec.key.ends_with("network.presets");
     for (const auto& item : value) {
@@ -1007,7 +1105,26 @@ std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
       if (presets && !NetPresetRules(s, {})) {
         return Cat(Quoted(s), " is not a preset; presets: ", Join(NetPresetNames(), ", "));
       }
-      if (names && !NameOf(s, "A-Za-z_", "A-Za-z0-9_", s.size())) {
+      if (debs && !NameOf(s, "a-z0-9", "a-z0-9+.-", 100)) {
+        return Cat(Quoted(s),
+                   " is not a Debian package name (lowercase letters, digits, "
+                   "'+', '-' and '.')");
+      }
+      if (npm && (s[0] == '-' || s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                     "@/._~^<>=*|+-") != std::string::npos)) {
+        return Cat(Quoted(s), " is not an npm package (name, @scope/name, name@version)");
+      }
+      if (mounts) {
+        std::string problem;
+        if (!ParseMountSpec(s, &problem)) return problem;
+      }
+      if (env && !IsEnvName(s.substr(0, s.find('=')))) {
+        return Cat(Quoted(s),
+                   " is not NAME or NAME=VALUE (NAME: letters, digits and '_', "
+                   "not starting with a digit)");
+      }
+      if (names && !IsEnvName(s)) {
         return Cat(Quoted(s),
                    " is not an environment variable name (letters, digits and '_', "
                    "not starting with a digit)");
@@ -1126,35 +1243,56 @@ std::vector<std::string> Config::List(std::string_view key) const {
   return out;
 }
 
+// The first of sandboxes.NAME.FIELD and profiles.NAME.FIELD that is set; empty when neither is.
+std::string Config::SandboxKey(std::string_view sandbox, std::string_view field) const {
+  for (const char* section : {"sandboxes.", "profiles."}) {
+    std::string key = Cat(section, sandbox, ".", field);
+    if (FindKeySpec(key) && IsSet(key)) return key;
+  }
+  return {};
+}
+
 Json Config::SandboxValue(std::string_view sandbox, std::string_view field) const {
-  std::string key = Cat("sandboxes.", sandbox, ".", field);
-  if (FindKeySpec(key) && IsSet(key)) return Get(key);
+  if (std::string key = SandboxKey(sandbox, field); !key.empty()) return Get(key);
   static const std::map<std::string, std::string, std::less<>> fallback = {
       {"cpus", "vm.cpus"},
       {"memory", "vm.memory"},
       {"disk", "vm.disk"},
       {"backend", "backend"},
       {"secrets", "secrets"},
+      {"agent.command", "agent.command"},
+      {"agent.config", "agent.config"},
       {"network.mode", "network.mode"},
       {"network.presets", "network.presets"},
       {"network.allow", "network.allow"},
       {"network.deny", "network.deny"}};
   auto it = fallback.find(field);
   if (it != fallback.end()) return Get(it->second);
+  std::string key = Cat("sandboxes.", sandbox, ".", field);
   return FindKeySpec(key) ? Get(key) : Json();
 }
 
 Json Config::SecretInjections(std::string_view sandbox) const {
-  std::string key = Cat("sandboxes.", sandbox, ".secrets");
-  auto it = values_.find(Cat(IsSet(key) ? key : std::string("secrets"), "#inject"));
+  std::string key = SandboxKey(sandbox, "secrets");
+  auto it = values_.find(Cat(key.empty() ? std::string("secrets") : key, "#inject"));
   return it == values_.end() ? Json::object() : it->second;
 }
 
 Json Config::SecretSources(std::string_view sandbox) const {
-  std::string key = Cat("sandboxes.", sandbox, ".secrets");
-  auto it = values_.find(Cat(IsSet(key) ? key : std::string("secrets"), "#from"));
+  std::string key = SandboxKey(sandbox, "secrets");
+  auto it = values_.find(Cat(key.empty() ? std::string("secrets") : key, "#from"));
   return it == values_.end() ? Json::object() : it->second;
 }
+
+std::vector<std::string> Config::ProfileNames() const {
+  std::set<std::string> names;
+  for (const auto& [key, value] : values_) {
+    if (key.rfind("profiles.", 0) == 0) names.insert(Split(key, '.')[1]);
+  }
+  return {names.begin(), names.end()};
+}
+
+void Config::Override(const std::string& key, Json value) { values_[key] = std::move(value); }
 
 std::vector<std::string> Config::SandboxNames() const {
   std::set<std::string> names;

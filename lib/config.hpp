@@ -76,10 +76,18 @@ class Config {
   std::string String(std::string_view key) const;
   std::vector<std::string> List(std::string_view key) const;
 
-  // Sandbox settings fall back from sandboxes.<name>.<field> to the global key
-  // (cpus/memory/disk → vm.*, backend → backend).
+  // Sandbox settings fall back from sandboxes.<name>.<field> to profiles.<name>.<field> (the
+  // profile of that name: `--profile NAME` runs in the sandbox NAME), then to the global key
+  // (cpus/memory/disk → vm.*, backend → backend, agent.*, network.*, secrets).
   Json SandboxValue(std::string_view sandbox, std::string_view field) const;
+  // Which of sandboxes.<name>.<field> and profiles.<name>.<field> is set (that order); empty
+  // when neither is.
+  std::string SandboxKey(std::string_view sandbox, std::string_view field) const;
   std::vector<std::string> SandboxNames() const;
+  // The profiles config.yaml defines (profiles.NAME), sorted.
+  std::vector<std::string> ProfileNames() const;
+  // Sets `key` for this process only (command-line flags over the file: --ephemeral, --keep).
+  void Override(const std::string& key, Json value);
   // The secrets ss-net injects for `sandbox` instead of passing them in (`secrets` written as a
   // map with inject:): {NAME: {"inject": [hosts], "from": {"env"|"file"|"command": ...}}}.
   Json SecretInjections(std::string_view sandbox) const;

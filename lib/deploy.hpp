@@ -14,7 +14,8 @@ inline constexpr const char* kDeployTarget = "/mnt/deploy";
 // The deploy folder `dir` as an absolute path with symbolic links resolved ("~/x" is under the
 // home directory, a relative path under the current one). `origin` says where it was given
 // ("--deploy DIR", "sandboxes.box.deploy in ~/super-sandbox/config.yaml") for the error's hint.
-// Throws ss::Error 66 when it does not exist or is not a directory, 77 when this user (not
+// Checked as every shared folder is (ResolveHostFolder in shares.hpp): throws ss::Error 66 when
+// it does not exist or is not a directory, 77 when it holds ss's keys or this user (not
 // root) cannot write to it.
 std::string ResolveDeployDir(const std::string& dir, const std::string& origin);
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "config.hpp"
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
@@ -81,14 +82,21 @@ const std::vector<std::string> kToolPackages = {"linux-image-amd64",
                                                 "python3-venv",
                                                 "gh",
                                                 "docker.io",
+                                                "docker-compose",
+                                                "golang-go",
+                                                "pipx",
                                                 "fish",
                                                 "openssh-client",
                                                 "file",
                                                 "vim-tiny",
                                                 "bash-completion"};
 
-// npm packages installed globally with the image's own Node.js.
-const std::vector<std::string> kNpmPackages = {"@anthropic-ai/claude-code", "chrome-devtools-mcp"};
+// npm packages installed globally with the image's own Node.js. The Vercel CLI (named by the
+// sandbox's MOTD, AGENTS.md and reset prompt) is held at major 60: 61 and later pin exact
+// versions of dependencies (sandbox@4.4.0, @vercel/backends@11.0.2) that registry mirrors may
+// not carry, and a build must not fail on a CLI the agent rarely needs.
+const std::vector<std::string> kNpmPackages = {"@anthropic-ai/claude-code", "chrome-devtools-mcp",
+                                               "vercel@60"};
 constexpr int kNodeMajor = 22;
 constexpr int kNpmMajor = 10;
 
@@ -115,6 +123,10 @@ std::string RecipeHash(const ImageBuildOptions& o) {
                            Join(kToolPackages, ","), "\n", Join(kNpmPackages, ","), "\n",
                            kNodeMajor, "\n", kNpmMajor, "\n");
   for (const auto& f : kBakedFiles) recipe += Cat(f.path, "\n", RequireResource(f.resource), "\n");
+  // The user's own (image.packages, image.npm), when there are any.
+  if (!o.packages.empty() || !o.npm.empty()) {
+    recipe += Cat("user\n", Join(o.packages, ","), "\n", Join(o.npm, ","), "\n");
+  }
   return Sha256Hex(recipe).substr(0, 10);
 }
 
@@ -261,16 +273,19 @@ class Builder {
       AtomicWrite(root_ + "/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0755);
       CopyResolvConf();
       WriteSources();
-      progress_.Step(
-          Cat("apt-get install: ", kToolPackages.size(), " packages and their dependencies"));
+      std::vector<std::string> packages = kToolPackages;
+      packages.insert(packages.end(), o_.packages.begin(), o_.packages.end());
+      progress_.Step(Cat("apt-get install: ", packages.size(), " packages and their dependencies",
+                         o_.packages.empty() ? "" : Cat(" (yours: ", Join(o_.packages, " "), ")")));
       Chroot({"apt-get", "update"}, "apt-get update");
       Chroot({"apt-get", "-y", "upgrade"}, "apt-get upgrade", std::chrono::minutes(20));
       std::vector<std::string> install{"apt-get", "install", "-y", "--no-install-recommends"};
-      install.insert(install.end(), kToolPackages.begin(), kToolPackages.end());
+      install.push_back("--");
+      install.insert(install.end(), packages.begin(), packages.end());
       Chroot(install, "apt-get install", std::chrono::minutes(30));
       progress_.Step(Cat("Node.js ", kNodeMajor, " and npm ", kNpmMajor, " from the npm registry"));
       InstallNode();
-      progress_.Step(Cat("npm install -g ", Join(kNpmPackages, " ")));
+      progress_.Step(Cat("npm install -g ", Join(NpmPackages(), " ")));
       NpmInstall();
       progress_.Step("configuring the system");
       Configure();
@@ -285,6 +300,12 @@ class Builder {
   Json versions() const { return versions_; }
 
  private:
+  std::vector<std::string> NpmPackages() const {
+    std::vector<std::string> all = kNpmPackages;
+    all.insert(all.end(), o_.npm.begin(), o_.npm.end());
+    return all;
+  }
+
   // Appends to the build log. A failed write (the disk is full) must not hide the build's own
   // error, so it is ignored.
   void Log(const ProcessResult& r) {
@@ -396,7 +417,8 @@ class Builder {
                                   "--loglevel=error",
                                   "--cache",
                                   CacheDir() + "/npm"};
-    argv.insert(argv.end(), kNpmPackages.begin(), kNpmPackages.end());
+    argv.push_back("--");
+    for (const auto& p : NpmPackages()) argv.push_back(p);
     ProcessOptions options = Options(std::chrono::minutes(20));
     options.unlisted = true;  // the image's own node
     options.env.push_back({"HOME", home});
@@ -687,7 +709,16 @@ ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress) {
   return ReadInfo(final_dir);
 }
 
-ImageInfo EnsureImage(Progress& progress) { return BuildImage(ImageBuildOptions{}, progress); }
+ImageBuildOptions ImageOptionsFrom(const Config& config) {
+  ImageBuildOptions o;
+  o.packages = config.List("image.packages");
+  o.npm = config.List("image.npm");
+  return o;
+}
+
+ImageInfo EnsureImage(const Config& config, Progress& progress) {
+  return BuildImage(ImageOptionsFrom(config), progress);
+}
 
 void RemoveImage(const ImageInfo& image) {
   FileLock lock(Cat(ImagesDir(), "/.", image.id, ".lock"));

@@ -26,12 +26,17 @@
 
 namespace ss {
 
+class Config;
+
 class Progress;
 
 struct ImageBuildOptions {
   std::string release = "bookworm";
   std::string mirror = "http://deb.debian.org/debian";
   bool force = false;  // rebuild even when an image of this recipe exists
+  // The user's own additions (image.packages, image.npm in config.yaml): part of the recipe.
+  std::vector<std::string> packages;
+  std::vector<std::string> npm;
 };
 
 struct ImageInfo {
@@ -53,8 +58,10 @@ std::string ImageIdFor(const ImageBuildOptions& options);
 
 // Builds the image (or returns the cached one unless options.force). Needs root.
 ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress);
-// The image of the default recipe, built first when missing.
-ImageInfo EnsureImage(Progress& progress);
+// The build options config.yaml asks for (image.packages, image.npm; the default release).
+ImageBuildOptions ImageOptionsFrom(const Config& config);
+// The image of the recipe config.yaml asks for, built first when missing.
+ImageInfo EnsureImage(const Config& config, Progress& progress);
 void RemoveImage(const ImageInfo& image);
 
 // The VM export of an image: the disk and the kernel to boot directly. Throws ss::Error(66) when

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "agent_config.hpp"
 #include "backend_qemu.hpp"
 #include "deploy.hpp"
 #include "egress.hpp"
@@ -17,8 +18,10 @@
 #include "paths.hpp"
 #include "provision.hpp"
 #include "session_share.hpp"
+#include "shares.hpp"
 #include "ssh_keys.hpp"
 #include "strings.hpp"
+#include "suggest.hpp"
 #include "timefmt.hpp"
 #include "working_copy.hpp"
 
@@ -72,6 +75,28 @@ std::string ResolveSandboxName(const std::string& flag) {
   return name;
 }
 
+std::string ProfileSandbox(const Config& config, const std::string& profile,
+                           const std::string& sandbox_flag) {
+  std::vector<std::string> profiles = config.ProfileNames();
+  if (std::find(profiles.begin(), profiles.end(), profile) == profiles.end()) {
+    std::vector<std::string> hints;
+    if (auto guess = Suggest(profile, profiles))
+      hints.push_back(Cat("did you mean '", *guess, "'?"));
+    hints.push_back(profiles.empty() ? Cat("define it in config.yaml: ss config set profiles.",
+                                           profile, ".description '...'")
+                                     : Cat("profiles: ", Join(profiles, ", ")));
+    throw Error(kExitUsage, Cat("no profile '", profile, "' in ", DisplayPath(ConfigPath())), {},
+                hints);
+  }
+  if (!sandbox_flag.empty() && sandbox_flag != profile) {
+    throw Error(kExitUsage,
+                Cat("--profile ", profile, " runs in the sandbox '", profile,
+                    "'; --sandbox names another ('", sandbox_flag, "')"),
+                {}, {"give one of them"});
+  }
+  return profile;
+}
+
 std::vector<std::string> KnownSandboxes() {
   std::vector<std::string> out;
   for (auto& name : ListDir(SandboxesDir())) {
@@ -94,6 +119,13 @@ Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
       backend_reason_ = rec.value("backend_reason", "");
       record_complete_ = rec.value("complete", true);
       if (rec.contains("deploy") && rec["deploy"].is_string()) deploy_dir_ = rec["deploy"];
+      if (rec.contains("shares") && rec["shares"].is_object()) {
+        shares_.projects = rec["shares"].value("projects", true);
+        for (const auto& m : rec["shares"].value("mounts", Json::array())) {
+          shares_.mounts.push_back({m.value("name", ""), m.value("source", ""),
+                                    m.value("target", ""), m.value("read_only", false)});
+        }
+      }
     } catch (const Json::exception&) {
       Warn(Cat("the record of sandbox '", name_, "' is damaged; ignoring it"));
     }
@@ -165,6 +197,11 @@ void Sandbox::WriteRecord(const std::string& image_id, bool complete) {
   rec["created"] = FormatRfc3339(NowSeconds());
   rec["complete"] = complete;
   rec["deploy"] = deploy_dir_.empty() ? Json() : Json(deploy_dir_);
+  rec["shares"] = {{"projects", shares_.projects}, {"mounts", Json::array()}};
+  for (const auto& m : shares_.mounts) {
+    rec["shares"]["mounts"].push_back(
+        {{"name", m.name}, {"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
+  }
   AtomicWrite(Dir() + "/sandbox.json", DumpJson(rec, 2) + "\n", 0644);
   record_complete_ = complete;
 }
@@ -182,8 +219,46 @@ std::string Sandbox::DeployForCreation() const {
   return "";
 }
 
+std::string DescribeShares(const Shares& shares) {
+  std::vector<std::string> parts;
+  if (shares.projects) parts.emplace_back("the projects folder");
+  for (const auto& m : shares.mounts) {
+    parts.push_back(Cat(m.source, " at ", m.target, m.read_only ? " (read-only)" : ""));
+  }
+  return parts.empty() ? "no host folder" : Join(parts, ", ");
+}
+
+Shares ConfiguredShares(const Config& config, const std::string& sandbox) {
+  Shares shares;
+  std::string key = config.SandboxKey(sandbox, "mounts");
+  if (key.empty()) return shares;
+  std::string origin = Cat(key, " in ", DisplayPath(ConfigPath()));
+  for (const auto& item : config.Get(key)) {
+    std::string problem;
+    auto spec = ParseMountSpec(item.get<std::string>(), &problem);
+    if (!spec) throw Error(kExitConfig, Cat(origin, ": ", problem));
+    shares.mounts.push_back(
+        {Cat("mount-", shares.mounts.size() + 1),
+         ResolveHostFolder(spec->host, "mount source", origin, !spec->read_only), spec->guest,
+         spec->read_only});
+  }
+  return shares;
+}
+
+void Sandbox::CheckShares() const {
+  if (!share_request_ || !exists() || *share_request_ == shares_) return;
+  throw Error(kExitUsage,
+              Cat("sandbox '", name_, "' was made sharing ", DescribeShares(shares_),
+                  "; this session asks for ", DescribeShares(*share_request_)),
+              {},
+              {Cat("folders are shared when a sandbox is made; to make '", name_,
+                   "' again with these: ss destroy --sandbox ", name_, ", then run this again"),
+               "or run in another sandbox: --sandbox NEW-NAME (add --ephemeral to remove it "
+               "after)"});
+}
+
 void Sandbox::Create(Progress& progress, const std::string& deploy) {
-  ImageInfo image = EnsureImage(progress);
+  ImageInfo image = EnsureImage(config_, progress);
   MakeDirs(Dir(), 0700);
   std::string client_key = EnsureClientKey();
   // The host key is made here and pinned before the machine exists: the first connection is
@@ -201,7 +276,8 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
   Owner owner = ProjectsIds();
   spec.host_uid = owner.uid;
   spec.host_gid = owner.gid;
-  spec.mounts.push_back({"projects", ProjectsDir(), kProjectsTarget, false});
+  if (shares_.projects) spec.mounts.push_back({"projects", ProjectsDir(), kProjectsTarget, false});
+  spec.mounts.insert(spec.mounts.end(), shares_.mounts.begin(), shares_.mounts.end());
   deploy_dir_ = deploy;
   if (!deploy.empty()) spec.mounts.push_back({"deploy", deploy, kDeployTarget, false});
   ProvisionInput in;
@@ -355,8 +431,10 @@ std::unique_ptr<SshConnection> Sandbox::TryConnect() {
 void Sandbox::CheckShared(SshConnection& conn) const {
   // Mounted before sshd starts, so by now they are there or they will not come: work done in a
   // folder that is not the host's would be lost with the sandbox.
-  std::vector<std::pair<std::string, std::string>> shared = {{"projects", kProjectsTarget}};
+  std::vector<std::pair<std::string, std::string>> shared;
+  if (shares_.projects) shared.emplace_back("projects", kProjectsTarget);
   if (!deploy_dir_.empty()) shared.emplace_back("deploy", kDeployTarget);
+  for (const auto& m : shares_.mounts) shared.emplace_back(m.source, m.target);
   for (const auto& [what, target] : shared) {
     if (conn.Exec({"mountpoint", "-q", target}).status == 0) continue;
     throw Error(
@@ -465,6 +543,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
   if (state == SandboxState::kNotExists) {
     // Checked before anything is made: a bad folder leaves nothing behind.
     std::string deploy = DeployForCreation();
+    shares_ = share_request_ ? *share_request_ : ConfiguredShares(config_, name_);
     // A sandbox whose network cannot be fenced is made only when its policy is open anyway.
     if (std::string why = backend_->CannotFence();
         !why.empty() && LoadNetPolicy(name_).mode != NetMode::kOpen) {
@@ -483,6 +562,14 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     }
     // First boot provisions: give it longer.
     auto conn = WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
+    try {
+      if (auto copied = CopyAgentConfig(*conn, config_, name_)) {
+        progress.Step(Cat("copied ", DisplayPath(copied->folder), " into ~/.claude"));
+      }
+    } catch (const Error& e) {
+      Warn(Cat("the agent's configuration was not copied into '", name_, "': ", e.what(),
+               "; once fixed: ss vm provision --sandbox ", name_));
+    }
     // The save point `ss restore clean-baseline` returns to.
     progress.Step("taking the clean-baseline snapshot");
     try {
@@ -491,6 +578,20 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
       Warn(Cat("no clean-baseline snapshot of '", name_, "': ", e.what()));
     }
     return conn;
+  }
+  CheckShares();
+  // A sandbox whose mounts config.yaml names is told when they are not what it was made with.
+  if (!share_request_ && !config_.SandboxKey(name_, "mounts").empty()) {
+    try {
+      if (Shares configured = ConfiguredShares(config_, name_); configured != shares_) {
+        Warn(Cat("sandbox '", name_, "' shares ", DescribeShares(shares_),
+                 " as when it was made; config.yaml now asks for ", DescribeShares(configured),
+                 ". Folders are shared when a sandbox is made: ss destroy --sandbox ", name_,
+                 ", and the next session makes it with them"));
+      }
+    } catch (const Error& e) {
+      Warn(Cat("sandbox '", name_, "' keeps the folders it was made with: ", e.what()));
+    }
   }
   if (!deploy_request_.empty()) {
     std::string want = ResolveDeployDir(deploy_request_, "--deploy DIR");
@@ -617,8 +718,10 @@ SessionLease::~SessionLease() {
 }
 
 std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::seconds timeout) {
-  // The new sandbox keeps the deploy folder unless told another; checked before the old one goes.
+  // The new sandbox keeps the deploy folder unless told another, and the folders it shares;
+  // checked before the old one goes.
   deploy_request_ = DeployForCreation();
+  if (!share_request_ && exists()) share_request_ = shares_;
   {
     MakeDirs(SandboxesDir(), 0700);
     FileLock lock(Cat(SandboxesDir(), "/.", name_, ".lock"), FileLock::kExclusive,

@@ -27,6 +27,11 @@ inline constexpr const char* kDefaultSandbox = "super-sandbox";
 // --sandbox, else SS_SANDBOX, else CLAUDE_SANDBOX, else "super-sandbox"; validated (exit 65).
 std::string ResolveSandboxName(const std::string& flag);
 void ValidateSandboxName(const std::string& name);
+// The sandbox --profile NAME runs in: the sandbox NAME, whose settings are profiles.NAME's (see
+// Config::SandboxValue). Throws ss::Error(64) when config.yaml has no such profile, or when
+// `sandbox_flag` (--sandbox) names another sandbox.
+std::string ProfileSandbox(const Config& config, const std::string& profile,
+                           const std::string& sandbox_flag);
 
 // Where each sandbox keeps its state on the host: SandboxesDir()/NAME/.
 std::string SandboxesDir();
@@ -44,6 +49,20 @@ struct GuestFacts {
 };
 
 class Sandbox;
+
+// The host folders a sandbox shares, fixed when it is made and recorded with it (shares.hpp):
+// the projects folder unless --no-mount, and more: a profile's mounts, --mount's, the folder of
+// `ss run DIR` at /workspace/NAME.
+struct Shares {
+  bool projects = true;
+  std::vector<Mount> mounts;
+  bool operator==(const Shares&) const = default;
+};
+// What config.yaml asks a new sandbox to share: the projects folder, and sandboxes.NAME.mounts
+// (else profiles.NAME.mounts), each checked (ss::Error as ResolveHostFolder; 78 for a bad item).
+Shares ConfiguredShares(const Config& config, const std::string& sandbox);
+// "the projects folder, /data/x at /data (read-only)", or "no host folder".
+std::string DescribeShares(const Shares& shares);
 
 // An open session in a sandbox (ss PROJECT, ss shell, ...). Sessions hold a shared lock; when the
 // last one of an ephemeral sandbox ends, the sandbox is deleted (projects stay on the host).
@@ -84,6 +103,15 @@ class Sandbox {
   void set_deploy_dir(std::string dir) { deploy_request_ = std::move(dir); }
   // The deploy folder recorded at creation; empty when the sandbox has none.
   const std::string& deploy_dir() const { return deploy_dir_; }
+  // What a session asks to share (--mount, --no-mount, ss run DIR) when this call creates the
+  // sandbox, over config.yaml's. An existing sandbox that shares something else refuses it
+  // (exit 64, see CheckShares): folders are fixed at creation.
+  void set_shares(Shares shares) { share_request_ = std::move(shares); }
+  // What the sandbox was made sharing (the projects folder alone for records older than this).
+  const Shares& shares() const { return shares_; }
+  // Throws ss::Error(64) when the sandbox exists and shares other folders than set_shares asked.
+  // Reads only the record: the quick path of a session calls it before connecting.
+  void CheckShares() const;
 
   SandboxState State();
   // How long start waits for SSH by default: 30 s, longer for a VM without hardware
@@ -142,6 +170,8 @@ class Sandbox {
   std::string login_shell_;
   std::string deploy_request_;
   std::string deploy_dir_;
+  std::optional<Shares> share_request_;
+  Shares shares_;
 };
 
 // The spec's errors, shared by every command that starts or reaches a sandbox.

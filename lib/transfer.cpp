@@ -105,6 +105,23 @@ std::string RemotePath(const std::string& path, const std::string& remote_base) 
   return Cat(remote_base, "/", rel);
 }
 
+int64_t PushTree(SshConnection& conn, const std::string& local, const std::string& remote) {
+  TempDir tmp;
+  std::string archive = Cat(tmp.path(), "/tree.tar");
+  RunChecked({"tar", "-c", "-f", archive, "-C", local, "."}, Cat("cannot read ", local), {},
+             kExitIoErr);
+  Fd in(OpenOrThrow(archive, O_RDONLY));
+  struct stat ast {};
+  ::fstat(in.get(), &ast);
+  StreamOptions so;
+  so.in_fd = in.get();
+  int status = conn.ExecStream({"sh", "-c", kPutTree, "ss-push", remote}, so);
+  if (status != 0) {
+    throw Error(kExitRemote, Cat("cannot write ", remote, " in the sandbox (status ", status, ")"));
+  }
+  return ast.st_size;
+}
+
 TransferResult Push(SshConnection& conn, const std::string& local, const std::string& remote) {
   struct stat st {};
   if (::stat(local.c_str(), &st) != 0) {
@@ -132,28 +149,18 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
     throw Error(kExitCantCreate,
                 Cat("cannot copy file ", local, " over the directory ", target, " in the sandbox"));
   }
-  StreamOptions so;
-  int status = 0;
   if (is_dir) {
-    TempDir tmp;
-    std::string archive = Cat(tmp.path(), "/tree.tar");
-    RunChecked({"tar", "-c", "-f", archive, "-C", local, "."}, Cat("cannot read ", local), {},
-               kExitIoErr);
-    Fd in(OpenOrThrow(archive, O_RDONLY));
-    struct stat ast {};
-    ::fstat(in.get(), &ast);
-    result.bytes = ast.st_size;
-    so.in_fd = in.get();
-    status = conn.ExecStream({"sh", "-c", kPutTree, "ss-push", target}, so);
-  } else {
-    Fd in(OpenOrThrow(local, O_RDONLY));
-    result.bytes = st.st_size;
-    so.in_fd = in.get();
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%o", st.st_mode & 07777);
-    status = conn.ExecStream(
-        {"sh", "-c", kPutFile, "ss-push", target, mode, std::to_string(st.st_mtime)}, so);
+    result.bytes = PushTree(conn, local, target);
+    return result;
   }
+  Fd in(OpenOrThrow(local, O_RDONLY));
+  result.bytes = st.st_size;
+  StreamOptions so;
+  so.in_fd = in.get();
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%o", st.st_mode & 07777);
+  int status = conn.ExecStream(
+      {"sh", "-c", kPutFile, "ss-push", target, mode, std::to_string(st.st_mtime)}, so);
   if (status != 0) {
     throw Error(kExitRemote, Cat("cannot write ", target, " in the sandbox (status ", status, ")"));
   }

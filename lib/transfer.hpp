@@ -57,6 +57,9 @@ class ReceivedArchive {
 std::string RemotePath(const std::string& path, const std::string& remote_base);
 
 TransferResult Push(SshConnection& conn, const std::string& local, const std::string& remote);
+// The contents of the local directory `local` merged into the sandbox's directory `remote`
+// (made when missing), without Push's "inside it under its own name". Returns the bytes sent.
+int64_t PushTree(SshConnection& conn, const std::string& local, const std::string& remote);
 // `source` names the sandbox in messages ("sandbox 'box'").
 TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local,
                     const std::string& source);

@@ -3,13 +3,16 @@
 // claude-run, claude-resume, exec, docker, logs) and `ss ssh-config` live here too.
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
+#include <set>
 
 #include "box.hpp"
 #include "browser.hpp"
 #include "config.hpp"
 #include "egress.hpp"
 #include "error.hpp"
+#include "folders.hpp"
 #include "menu.hpp"
 #include "net_inject.hpp"
 #include "net_secrets.hpp"
@@ -22,6 +25,7 @@
 #include "rescue.hpp"
 #include "sandbox.hpp"
 #include "session_share.hpp"
+#include "shares.hpp"
 #include "shell_quote.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
@@ -35,6 +39,7 @@ namespace ss {
 namespace {
 
 constexpr const char* kUsage = R"(usage: ss PROJECT [-t | -- CMD [ARGS...]] [OPTIONS]
+       ss run [DIR] [-t | -- CMD [ARGS...]] [OPTIONS]     (ss . is ss run .)
        ss shell | root [-- CMD [ARGS...]] [OPTIONS]
        ss login [OPTIONS]
        ss claude [PROJECT] | claude-resume [PROJECT] [OPTIONS]
@@ -45,8 +50,12 @@ constexpr const char* kUsage = R"(usage: ss PROJECT [-t | -- CMD [ARGS...]] [OPT
 
 Sessions in the sandbox. `ss PROJECT` starts the sandbox when it is stopped, then runs the agent
 (agent.command, default: claude --dangerously-skip-permissions) in ~/projects/PROJECT.
+`ss run DIR` does the same for any folder of the host: DIR is shared read-write at
+/workspace/NAME with a sandbox of its own (made the first time, then remembered), so no other
+folder or project is visible there.
 
 Commands:
+  run [DIR]             the agent in DIR (default: the current folder)
   shell [-- CMD]        bash as the sandbox user, in its home (or CMD there, no terminal)
   root [-- CMD]         a root shell (or CMD as root, no terminal)
   login                 the agent, interactively, to complete its browser login (/login)
@@ -61,18 +70,30 @@ Commands:
   ssh-config [SANDBOX]  an OpenSSH config block for ssh, scp, rsync, git and editors
 
 Options:
-  -t, --terminal        with PROJECT: a login shell in the project instead of the agent
+  -t, --terminal, --shell
+                        with PROJECT or run: a login shell there instead of the agent
   -tt                   with -- CMD: run CMD with a terminal
-  --env NAME            pass the host variable NAME into the session (repeatable); its value
-                        never appears in a command line or on the sandbox's disk
+  --env NAME[=VALUE]    pass the host variable NAME (or VALUE) into the session (repeatable);
+                        values never appear in a command line or on the sandbox's disk
+  --secret NAME         pass the secret NAME too, read as config.yaml's secrets are (repeatable)
+  --no-secret NAME      leave out a secret the sandbox or profile passes (repeatable)
+  --profile NAME        run in the sandbox of profile NAME, with its settings (profiles.NAME in
+                        config.yaml; see ss profiles)
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
+  --mount HOST:GUEST[:ro]
+                        share the host folder HOST at GUEST too (repeatable); folders are shared
+                        when a sandbox is made, so with a sandbox that exists add --ephemeral
+  --no-mount            share no host folder at all: not the projects, DIR or any mount
+  --ephemeral           remove the sandbox when the session ends (over the profile's setting)
+  --keep                keep the sandbox when the session ends (over the profile's setting)
   --timeout SECONDS     how long to wait for a stopped sandbox to start (default 30; 300
                         for a VM without hardware acceleration)
   -h, --help            show this help
 )";
 
-const std::vector<std::string> kVerbs = {"shell",         "root", "login",  "claude", "claude-run",
-                                         "claude-resume", "exec", "docker", "logs",   "ssh-config"};
+const std::vector<std::string> kVerbs = {"run",    "shell",         "root",      "login",
+                                         "claude", "claude-run",    "exec",      "docker",
+                                         "logs",   "claude-resume", "ssh-config"};
 
 struct Options {
   std::string verb;                  // empty: ss PROJECT
@@ -82,7 +103,13 @@ struct Options {
   bool has_command = false;
   bool terminal = false;
   bool force_tty = false;
-  std::vector<std::string> env;
+  std::vector<std::string> env;         // NAME or NAME=VALUE
+  std::vector<std::string> secrets;     // --secret
+  std::vector<std::string> no_secrets;  // --no-secret
+  std::vector<MountSpec> mounts;        // --mount, parsed
+  bool no_mount = false;
+  std::optional<bool> ephemeral;  // --ephemeral, --keep
+  std::string profile;
   std::string sandbox;
   int timeout = 0;  // 0: the sandbox's default
   bool help = false;
@@ -119,15 +146,34 @@ Options ParseArgs(const Args& args) {
     };
     if (a == "-h" || a == "--help") {
       o.help = true;
-    } else if (a == "-t" || a == "--terminal") {
+    } else if (a == "-t" || a == "--terminal" || a == "--shell") {
       if (o.terminal) o.force_tty = true;
       o.terminal = true;
     } else if (a == "-tt") {
       o.terminal = o.force_tty = true;
-    } else if (a == "--env") {
-      o.env.push_back(value("--env"));
-    } else if (a.rfind("--env=", 0) == 0) {
-      o.env.push_back(a.substr(6));
+    } else if (a == "--env" || a.rfind("--env=", 0) == 0) {
+      o.env.push_back(a == "--env" ? value("--env") : a.substr(6));
+    } else if (a == "--secret" || a.rfind("--secret=", 0) == 0) {
+      o.secrets.push_back(a == "--secret" ? value("--secret") : a.substr(9));
+      CheckEnvName(o.secrets.back());
+    } else if (a == "--no-secret" || a.rfind("--no-secret=", 0) == 0) {
+      o.no_secrets.push_back(a == "--no-secret" ? value("--no-secret") : a.substr(12));
+      CheckEnvName(o.no_secrets.back());
+    } else if (a == "--mount" || a.rfind("--mount=", 0) == 0) {
+      std::string spec = a == "--mount" ? value("--mount") : a.substr(8);
+      std::string problem;
+      auto m = ParseMountSpec(spec, &problem);
+      if (!m) throw Error(kExitUsage, Cat("--mount ", problem), {}, {"see 'ss attach --help'"});
+      o.mounts.push_back(*m);
+    } else if (a == "--no-mount") {
+      o.no_mount = true;
+    } else if (a == "--ephemeral" || a == "--keep") {
+      if (o.ephemeral && *o.ephemeral != (a == "--ephemeral")) {
+        throw Error(kExitUsage, "--ephemeral and --keep contradict each other");
+      }
+      o.ephemeral = a == "--ephemeral";
+    } else if (a == "--profile" || a.rfind("--profile=", 0) == 0) {
+      o.profile = a == "--profile" ? value("--profile") : a.substr(10);
     } else if (a == "--sandbox") {
       o.sandbox = value("--sandbox");
     } else if (a.rfind("--sandbox=", 0) == 0) {
@@ -146,19 +192,53 @@ Options ParseArgs(const Args& args) {
       o.words.push_back(a);
     }
   }
+  if (o.no_mount && !o.mounts.empty()) {
+    throw Error(kExitUsage, "--no-mount and --mount contradict each other", {},
+                {"--no-mount shares no host folder at all"});
+  }
+  for (const auto& name : o.env) CheckEnvName(name.substr(0, name.find('=')));
   return o;
 }
 
 std::string ProjectDir(const std::string& project);
 
+// The sandbox of a session: --profile NAME's (the sandbox NAME), else the one --sandbox,
+// $SS_SANDBOX or $CLAUDE_SANDBOX names, else for `ss run DIR` the folder's own.
+std::string SessionSandbox(const Options& o, const Config& config, const Folder* folder) {
+  if (!o.profile.empty()) return ProfileSandbox(config, o.profile, o.sandbox);
+  if (folder && o.sandbox.empty()) return folder->sandbox;
+  return ResolveSandboxName(o.sandbox);
+}
+
 class Session {
  public:
-  explicit Session(const Options& o)
-      : o_(o), config_(Config::Load()), name_(ResolveSandboxName(o.sandbox)) {}
+  explicit Session(const Options& o, const Folder* folder = nullptr)
+      : o_(o), config_(Config::Load()), folder_(folder), name_(SessionSandbox(o, config_, folder)) {
+    if (o.ephemeral) config_.Override(Cat("sandboxes.", name_, ".ephemeral"), *o.ephemeral);
+    // Folders asked for are checked before anything starts.
+    if (o.no_mount || !o.mounts.empty() || folder) shares_ = RequestedShares();
+  }
+
+  // Where the session works: the folder of `ss run` (the home with --no-mount), else `project`'s.
+  std::string Dir(const std::string& project) {
+    if (folder_) return o_.no_mount ? "~" : folder_->Target();
+    if (o_.no_mount && !project.empty()) {
+      throw Error(kExitUsage,
+                  Cat("--no-mount shares no folder, and the project '", project, "' is one"), {},
+                  {"to work in no host folder: ss shell --no-mount, or ss run --no-mount"});
+    }
+    // In working-copy mode, with the copy and its read-only source in place first (they do not
+    // survive a restart of the sandbox).
+    if (!project.empty() && IsCopyMode(config_, project)) {
+      PrepareWorkingCopy(Connect(), config_, project, name_);
+    }
+    return ProjectDir(project);
+  }
 
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
+    CheckShares();
     // The session counts from here: an ephemeral sandbox being removed by the last session
     // is waited for, then made afresh.
     if (!lease_) lease_ = sandbox().BeginSession([this] { return KeepReason(); });
@@ -191,22 +271,43 @@ class Session {
   }
 
   EnvList Secrets() {
+    auto left_out = [&](const std::string& name) {
+      return std::count(o_.no_secrets.begin(), o_.no_secrets.end(), name) > 0;
+    };
     // Secrets injected by ss-net come in as placeholders (set first: they win over --env).
     InjectedSecrets injected = PrepareInjectedSecrets(config_, name_);
-    injecting_ = !injected.env.empty();
+    EnvList out;
+    for (auto& kv : injected.env) {
+      if (!left_out(kv.first)) out.push_back(std::move(kv));
+    }
+    injecting_ = !out.empty();
     std::vector<std::string> names;
     for (const auto& item : config_.SandboxValue(name_, "secrets"))
       names.push_back(item.get<std::string>());
-    names.insert(names.end(), o_.env.begin(), o_.env.end());
-    EnvList out = injected.env;
+    names.insert(names.end(), o_.secrets.begin(), o_.secrets.end());
+    // The sandbox's (or profile's) env, then --env: NAME=VALUE as written, NAME the host's.
+    std::vector<std::string> env;
+    for (const auto& item : config_.SandboxValue(name_, "env"))
+      env.push_back(item.get<std::string>());
+    env.insert(env.end(), o_.env.begin(), o_.env.end());
+    for (const auto& entry : env) {
+      size_t eq = entry.find('=');
+      if (eq == std::string::npos) {
+        names.push_back(entry);
+      } else if (!left_out(entry.substr(0, eq))) {
+        std::erase_if(out, [&](const auto& kv) { return kv.first == entry.substr(0, eq); });
+        out.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+      }
+    }
     Json sources = config_.SecretSources(name_);
     SecretReader reader;
     for (const auto& name : names) {
       CheckEnvName(name);
+      if (left_out(name)) continue;
       if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; }))
         continue;
       // Read where config.yaml says (a file, a password manager's command), at each session.
-      if (sources.contains(name) && !std::count(o_.env.begin(), o_.env.end(), name)) {
+      if (sources.contains(name) && !std::count(env.begin(), env.end(), name)) {
         std::string why;
         auto value = reader.Read(SecretSourceFromJson(sources[name]).value(), &why);
         if (!value) {
@@ -226,9 +327,21 @@ class Session {
     return out;
   }
 
-  // The agent's command line from agent.command, split into words (never given to a shell).
+  // The agent's command line from agent.command (the sandbox's or profile's first), split into
+  // words (never given to a shell).
   std::vector<std::string> AgentArgv() {
-    return ShellSplit(config_.String("agent.command"), "agent.command in config.yaml");
+    std::string key = config_.SandboxKey(name_, "agent.command");
+    return ShellSplit(config_.SandboxValue(name_, "agent.command").get<std::string>(),
+                      Cat(key.empty() ? std::string("agent.command") : key, " in config.yaml"));
+  }
+
+  // With agent.browser auto, Claude Code is started with --chrome when Claude in Chrome is the
+  // session's browser path.
+  void AddBrowserFlag(std::vector<std::string>& argv, const BrowserBridge* browser) {
+    if (!browser || browser->mode() != BrowserMode::kSocket) return;
+    if (config_.String("agent.browser") != "auto" || argv.empty()) return;
+    if (Basename(argv[0]) != "claude" || std::count(argv.begin(), argv.end(), "--chrome")) return;
+    argv.insert(argv.begin() + 1, "--chrome");
   }
 
   // config.yaml's network counts from the next session: the policy ss-net follows is written
@@ -252,6 +365,7 @@ class Session {
   // session_share.hpp), else over a connection of its own, leaving a shared one for next time.
   int Stream(const std::vector<std::string>& argv, const std::string& cwd) {
     if (o_.force_tty) return Interactive(argv, cwd);
+    CheckShares();
     StreamOptions so;
     so.cwd = cwd;
     so.secret_env = Secrets();
@@ -275,24 +389,54 @@ class Session {
   // The sandbox and its backend are looked at only when needed: bad input is reported first,
   // and a command the shared connection serves never asks the backend anything.
   Sandbox& sandbox() {
-    if (!sandbox_) sandbox_ = std::make_unique<Sandbox>(name_, config_);
+    if (!sandbox_) {
+      sandbox_ = std::make_unique<Sandbox>(name_, config_);
+      if (shares_) sandbox_->set_shares(*shares_);
+    }
     return *sandbox_;
   }
   Config& config() { return config_; }
 
-  // The project's directory in the sandbox; in working-copy mode, with the copy and its
-  // read-only source in place first (they do not survive a restart of the sandbox).
-  std::string Dir(const std::string& project) {
-    if (!project.empty() && IsCopyMode(config_, project)) {
-      PrepareWorkingCopy(Connect(), config_, project, name_);
+ private:
+  // What --no-mount, --mount and `ss run DIR` ask the sandbox to share: the sandbox's (or
+  // profile's) configured folders, without the projects for a folder's own sandbox.
+  Shares RequestedShares() const {
+    Shares shares;
+    if (o_.no_mount) {
+      shares.projects = false;
+      return shares;
     }
-    return ProjectDir(project);
+    shares = ConfiguredShares(config_, name_);
+    if (folder_ && name_ == folder_->sandbox) shares.projects = false;
+    for (const auto& m : o_.mounts) {
+      shares.mounts.push_back(
+          {Cat("mount-", shares.mounts.size() + 1),
+           ResolveHostFolder(m.host, "mount source", Cat("--mount ", m.host, ":", m.guest),
+                             !m.read_only),
+           m.guest, m.read_only});
+    }
+    if (folder_) shares.mounts.push_back({"workspace", folder_->path, folder_->Target(), false});
+    std::set<std::string> targets;
+    for (const auto& m : shares.mounts) {
+      if (!targets.insert(m.target).second) {
+        throw Error(kExitUsage, Cat("two folders would be shared at ", m.target), {},
+                    {"give each --mount a GUEST of its own"});
+      }
+    }
+    return shares;
   }
 
- private:
+  // A session asking for folders the existing sandbox does not share is refused before it
+  // connects (the quick path included).
+  void CheckShares() {
+    if (shares_) sandbox().CheckShares();
+  }
+
   const Options& o_;
   Config config_;
+  const Folder* folder_;
   std::string name_;
+  std::optional<Shares> shares_;
   std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<SessionLease> lease_;  // ends after the connection
   std::unique_ptr<SshConnection> conn_;
@@ -336,6 +480,25 @@ void RequireProject(const std::string& name) {
 
 void CheckForUpdates() { UpdateOnLaunch(ExecutableDir() + "/ss-update"); }
 
+// The agent (or a shell, or CMD) in `s`, working in `dir`; `title` heads the banner.
+int OpenSession(const Options& o, Session& s, const std::string& title,
+                const std::function<std::string()>& dir) {
+  if (o.has_command) return s.Stream(o.command, dir());
+  if (o.terminal) {
+    auto browser = StartBrowser(s.Connect(), s.config());
+    return s.Interactive({}, dir());
+  }
+  std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
+  s.Connect();
+  Note("Connecting...");
+  auto browser = StartBrowser(s.Connect(), s.config());
+  s.AddBrowserFlag(agent, browser.get());
+  std::vector<std::string> banner = {Cat("Super-Sandbox · ", title)};
+  if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
+  Note(Cat("\n", Box(banner, 55, 2)));
+  return s.Interactive(agent, dir());
+}
+
 int OpenProject(const Options& o) {
   const std::string& name = o.words.empty() ? std::string() : o.words[0];
   if (o.words.size() > 1) {
@@ -345,19 +508,19 @@ int OpenProject(const Options& o) {
   RequireProject(name);
   if (!o.has_command) CheckForUpdates();
   Session s(o);
-  if (o.has_command) return s.Stream(o.command, s.Dir(name));
-  if (o.terminal) {
-    auto browser = StartBrowser(s.Connect(), s.config());
-    return s.Interactive({}, s.Dir(name));
+  return OpenSession(o, s, name, [&] { return s.Dir(name); });
+}
+
+// `ss run [DIR]`, `ss .`: any folder of the host, in its own sandbox (or --profile's).
+int RunFolder(const Options& o) {
+  if (o.words.size() > 1) {
+    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
+                {"usage: ss run [DIR] [-t | -- CMD [ARGS...]]"});
   }
-  std::vector<std::string> agent = s.AgentArgv();  // a bad agent.command fails before connecting
-  s.Connect();
-  Note("Connecting...");
-  auto browser = StartBrowser(s.Connect(), s.config());
-  std::vector<std::string> banner = {Cat("Super-Sandbox · ", name)};
-  if (!s.AgentLoggedIn()) banner.insert(banner.end(), {"", "First time? Run: /login"});
-  Note(Cat("\n", Box(banner, 55, 2)));
-  return s.Interactive(agent, s.Dir(name));
+  Folder folder = OpenFolder(o.words.empty() ? "." : o.words[0]);
+  if (!o.has_command) CheckForUpdates();
+  Session s(o, &folder);
+  return OpenSession(o, s, folder.name, [&] { return s.Dir(""); });
 }
 
 // Opens `name` as `ss NAME` does.
@@ -519,6 +682,7 @@ int RunOptions(const Options& o) {
     return OpenProject(o);
   }
   if (o.verb == "ssh-config") return SshConfig(o);
+  if (o.verb == "run") return RunFolder(o);
   if (o.verb == "shell") {
     OptionalProject(o, 0);
     Session s(o);
@@ -552,6 +716,7 @@ int RunOptions(const Options& o) {
     std::vector<std::string> argv = s.AgentArgv();
     if (o.verb == "claude-resume") argv.push_back("--continue");
     auto browser = StartBrowser(s.Connect(), s.config());
+    s.AddBrowserFlag(argv, browser.get());
     return s.Interactive(argv, s.Dir(project));
   }
   if (o.verb == "claude-run") {
@@ -618,13 +783,20 @@ int Complete(const Args& words) {
   const std::string& prev = words[words.size() - 2];
   if (prev == "--sandbox") {
     for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
+  } else if (prev == "--profile") {
+    for (const auto& n : Config::Load().ProfileNames()) std::cout << n << "\n";
+  } else if (prev == "--mount" || prev == "--env" || prev == "--secret" || prev == "--no-secret" ||
+             (words[0] == "run" && words.size() == 2)) {
+    // A path or a name of the user's: the shell's own completion.
   } else if (words.size() == 2 && (words[0] == "claude" || words[0] == "claude-run" ||
                                    words[0] == "claude-resume" || words[0] == "exec")) {
     for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
   } else if (words[0] == "ssh-config" && words.size() == 2) {
     for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
   } else {
-    for (const char* f : {"-t", "--terminal", "--env", "--sandbox", "--timeout", "--help", "--"}) {
+    for (const char* f : {"-t", "--terminal", "--shell", "--env", "--secret", "--no-secret",
+                          "--profile", "--sandbox", "--mount", "--no-mount", "--ephemeral",
+                          "--keep", "--timeout", "--help", "--"}) {
       std::cout << f << "\n";
     }
   }

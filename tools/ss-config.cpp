@@ -28,10 +28,13 @@ constexpr const char* kUsage = R"(usage: ss config              (the Settings me
        ss config get KEY [--json]
        ss config set KEY VALUE
        ss config path
+       ss profiles [--json]         (ss config profiles)
 
 Show or change settings in config.yaml ($SS_HOME/config.yaml, default ~/super-sandbox).
 KEY is a dotted path such as vm.memory or sandboxes.work.backend; cpus, memory and disk are
 short for vm.cpus, vm.memory and vm.disk. Every key, its range and default: man 5 ss-config.
+`ss profiles` lists the profiles (profiles.NAME): the settings of the sandbox a session runs in
+with --profile NAME.
 
 Options:
   --json      print one JSON document (see ss-json(7))
@@ -39,7 +42,7 @@ Options:
 )";
 
 struct Options {
-  std::string action = "show";  // show | get | set | path | help | menu
+  std::string action = "show";  // show | get | set | path | profiles | help | menu
   std::string key;
   std::string value;
   bool json = false;
@@ -93,9 +96,11 @@ Options ParseArgs(const Args& args) {
     o.value = words[2];
   } else if (o.action == "path") {
     want(1, "path");
+  } else if (o.action == "profiles") {
+    want(1, "profiles [--json]");
   } else {
     throw Error(kExitUsage, Cat("unknown config command '", o.action, "'"), {},
-                {"use show, get, set or path; see 'ss config --help'"});
+                {"use show, get, set, path or profiles; see 'ss config --help'"});
   }
   return o;
 }
@@ -164,6 +169,50 @@ int Get(const Config& config, const Options& o) {
   return 0;
 }
 
+// `ss profiles`: each profile, what it runs on and whether its sandbox has been made.
+int Profiles(const Config& config, bool json) {
+  std::vector<std::string> made = KnownSandboxes();
+  Json doc = JsonDocument("Profiles");
+  doc["profiles"] = Json::array();
+  for (const auto& name : config.ProfileNames()) {
+    auto value = [&](const char* field) { return config.SandboxValue(name, field); };
+    Json p = {{"name", name},
+              {"description", config.Get(Cat("profiles.", name, ".description"))},
+              {"backend", value("backend")},
+              {"ephemeral", value("ephemeral").is_boolean() && value("ephemeral").get<bool>()},
+              {"mounts", value("mounts").is_null() ? Json::array() : value("mounts")},
+              {"env", value("env").is_null() ? Json::array() : value("env")},
+              {"secrets", value("secrets")},
+              {"network_mode", value("network.mode")},
+              {"agent_command", value("agent.command")},
+              {"sandbox_exists", std::count(made.begin(), made.end(), name) > 0}};
+    doc["profiles"].push_back(std::move(p));
+  }
+  if (json) {
+    PrintJson(doc);
+    return 0;
+  }
+  if (doc["profiles"].empty()) {
+    std::cout << "No profiles in " << DisplayPath(config.path()) << ".\n"
+              << "Define one (see man 5 ss-config), such as:\n"
+              << "  ss config set profiles.untrusted.description 'plugins I do not trust'\n"
+              << "  ss config set profiles.untrusted.ephemeral true\n";
+    return 0;
+  }
+  std::cout << std::left << std::setw(20) << "PROFILE" << std::setw(9) << "BACKEND" << std::setw(11)
+            << "EPHEMERAL" << std::setw(10) << "SANDBOX"
+            << "DESCRIPTION\n";
+  for (const auto& p : doc["profiles"]) {
+    std::string description =
+        p["description"].is_string() ? p["description"].get<std::string>() : "";
+    std::cout << std::setw(20) << p["name"].get<std::string>() << std::setw(9)
+              << p["backend"].get<std::string>() << std::setw(11)
+              << (p["ephemeral"].get<bool>() ? "yes" : "no") << std::setw(10)
+              << (p["sandbox_exists"].get<bool>() ? "made" : "-") << description << "\n";
+  }
+  return 0;
+}
+
 std::string SetMessage(const KeySpec& spec, const std::string& key, const Json& value) {
   if (key == "vm.memory")
     return Cat("Memory set to ", FormatSizeHuman(value.get<int64_t>()), ". Restart VM to apply.");
@@ -183,17 +232,21 @@ std::string SetMessage(const KeySpec& spec, const std::string& key, const Json& 
 // Completion candidates for the last of `words` (after "ss config").
 int Complete(const Args& words) {
   if (words.size() <= 1) {
-    for (const char* w : {"show", "get", "set", "path", "--json", "--help"}) std::cout << w << "\n";
+    for (const char* w : {"show", "get", "set", "path", "profiles", "--json", "--help"})
+      std::cout << w << "\n";
   } else if (words.size() == 2 && (words[0] == "get" || words[0] == "set")) {
     Config config = Config::Load();
     for (const auto& key : ValidKeyNames()) {
       if (key.find("<name>") == std::string::npos) std::cout << key << "\n";
     }
+    auto fields = {"backend", "cpus",   "memory", "disk",          "ephemeral",   "shell",
+                   "secrets", "mounts", "env",    "agent.command", "agent.config"};
     for (const auto& name : config.SandboxNames()) {
-      for (const char* field :
-           {"backend", "cpus", "memory", "disk", "ephemeral", "shell", "secrets"}) {
-        std::cout << "sandboxes." << name << "." << field << "\n";
-      }
+      for (const char* field : fields) std::cout << "sandboxes." << name << "." << field << "\n";
+    }
+    for (const auto& name : config.ProfileNames()) {
+      std::cout << "profiles." << name << ".description\n";
+      for (const char* field : fields) std::cout << "profiles." << name << "." << field << "\n";
     }
   } else if (words.size() == 3 && words[0] == "set") {
     const KeySpec* spec = FindKeySpec(words[1]);
@@ -342,6 +395,7 @@ int RunOptions(const Options& o) {
   }
   Config config = Config::Load();
   if (o.action == "get") return Get(config, o);
+  if (o.action == "profiles") return Profiles(config, o.json);
   return Show(config, o.json);
 }
 

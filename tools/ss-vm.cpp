@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 
+#include "agent_config.hpp"
 #include "backend.hpp"
 #include "backend_qemu.hpp"
 #include "browser.hpp"
@@ -38,9 +39,9 @@ namespace ss {
 namespace {
 
 // ss vm's commands, for completion and did-you-mean.
-constexpr const char* kCommands[] = {"start", "stop",   "restart",      "status",
-                                     "reset", "delete", "list",         "backends",
-                                     "image", "setup",  "health-check", "doctor"};
+constexpr const char* kCommands[] = {"start",  "stop",  "restart",      "status", "reset",
+                                     "delete", "clean", "provision",    "list",   "backends",
+                                     "image",  "setup", "health-check", "doctor"};
 
 constexpr const char* kUsage = R"(usage: ss vm COMMAND [OPTIONS]
 
@@ -53,6 +54,9 @@ Commands:
   status                show state, address, resources, snapshots and login (--json)
   reset                 replace it with a fresh one; projects are not touched (--yes)
   delete                remove it; projects are not touched (--yes)
+  clean --profile NAME  reset a profile's state: remove its sandbox, made afresh by the next
+                        session (--yes); `ss clean --profile NAME`
+  provision             copy the agent's configuration (agent.config) into ~/.claude again
   list                  list this install's sandboxes (--json)
   backends              what each backend needs here and what auto picks (--json)
   image build           build the base image from Debian packages (--release, --mirror, --force)
@@ -64,6 +68,7 @@ Commands:
 
 Options:
   --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
+  --profile NAME        the sandbox of profile NAME, with its settings (see ss profiles)
   --backend NAME        backend for a new sandbox: auto, qemu, lxd, docker, podman
   --fish                with start and reset: make fish the sandbox user's shell (default
                         sandboxes.NAME.shell, bash)
@@ -85,6 +90,7 @@ Options:
 struct Options {
   std::vector<std::string> words;
   std::string sandbox;
+  std::string profile;
   std::string backend;
   std::string deploy;
   int timeout = -1;
@@ -101,13 +107,13 @@ struct Options {
 Options ParseArgs(const Args& args) {
   Options o;
   po::options_description desc;
-  desc.add_options()("sandbox", po::value(&o.sandbox))("backend", po::value(&o.backend))(
-      "timeout", po::value(&o.timeout))("release", po::value(&o.release))(
-      "mirror", po::value(&o.mirror))("force", po::bool_switch(&o.force))(
-      "fish", po::bool_switch(&o.fish))("deploy", po::value(&o.deploy))(
-      "stop", po::bool_switch(&o.stop))("json", po::bool_switch(&o.json))(
-      "yes,y", po::bool_switch(&o.yes))("help,h", po::bool_switch(&o.help))("words",
-                                                                            po::value(&o.words));
+  desc.add_options()("sandbox", po::value(&o.sandbox))("profile", po::value(&o.profile))(
+      "backend", po::value(&o.backend))("timeout", po::value(&o.timeout))(
+      "release", po::value(&o.release))("mirror", po::value(&o.mirror))(
+      "force", po::bool_switch(&o.force))("fish", po::bool_switch(&o.fish))(
+      "deploy", po::value(&o.deploy))("stop", po::bool_switch(&o.stop))(
+      "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
+      "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
   ParseWithWords(args, desc);
   if (!o.deploy.empty() && !o.words.empty() && o.words[0] != "start" && o.words[0] != "reset") {
     throw Error(kExitUsage, Cat("--deploy goes with start and reset, not ", o.words[0]), {},
@@ -398,15 +404,23 @@ int Reset(const Options& o, const Config& config) {
 }
 
 int Delete(const Options& o, const Config& config) {
+  bool clean = o.words[0] == "clean";
+  if (clean && !PathExists(Cat(SandboxesDir(), "/", o.sandbox, "/sandbox.json"))) {
+    std::cout << "Profile '" << o.profile << "' has no sandbox yet; nothing to clean.\n";
+    return 0;
+  }
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   if (!sandbox.exists() && sandbox.State() == SandboxState::kNotExists) {
     throw Error(kExitNoInput, Cat("sandbox '", sandbox.name(), "' does not exist"), {},
                 {"list them: ss vm list"});
   }
   UnappliedGuard guard([&]() -> Sandbox& { return sandbox; }, config, o.force, "delete");
-  std::string question =
-      Cat("Delete sandbox '", sandbox.name(), "'? Everything installed in it is lost.\n",
-          guard.ProjectsLine(), " [y/N]: ");
+  std::string question = Cat(
+      clean ? Cat("Clean profile '", o.profile, "': delete its sandbox '", sandbox.name(),
+                  "'? The next session makes it afresh; everything installed in it, and "
+                  "the agent's login and history there, are lost.\n")
+            : Cat("Delete sandbox '", sandbox.name(), "'? Everything installed in it is lost.\n"),
+      guard.ProjectsLine(), " [y/N]: ");
   if (!Confirm(question, o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;
@@ -414,6 +428,23 @@ int Delete(const Options& o, const Config& config) {
   for (const auto& line : guard.Save()) std::cout << line << "\n";
   sandbox.Delete();
   std::cout << "Deleted: " << sandbox.name() << "\n";
+  return 0;
+}
+
+// `ss vm provision`: the agent's configuration folder copied into the running sandbox again.
+int Provision(const Options& o, const Config& config) {
+  Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
+  ExistingState(sandbox, "create it: ss start");
+  Progress progress(Cat("sandbox ", sandbox.name()));
+  auto conn = sandbox.EnsureRunning(progress, Timeout(o, sandbox.DefaultStartTimeout()));
+  auto copied = CopyAgentConfig(*conn, config, sandbox.name());
+  if (!copied) {
+    throw Error(kExitConfig, "no agent configuration folder is set", {},
+                {"name one: ss config set agent.config ~/code/app/sandbox/claude (or "
+                 "sandboxes.NAME.agent.config, profiles.NAME.agent.config)"});
+  }
+  std::cout << "Copied " << DisplayPath(copied->folder) << " into ~/.claude of '" << sandbox.name()
+            << "'.\n";
   return 0;
 }
 
@@ -499,7 +530,7 @@ int Image(const Options& o) {
   if (action == "build") {
     if (o.words.size() != 2)
       throw Error(kExitUsage, "usage: ss vm image build [--release R] [--mirror URL] [--force]");
-    ImageBuildOptions b;
+    ImageBuildOptions b = ImageOptionsFrom(Config::Load());
     b.release = o.release;
     b.mirror = o.mirror;
     b.force = o.force;
@@ -686,6 +717,8 @@ int Complete(const Args& words) {
   const std::string& prev = words[words.size() - 2];
   if (prev == "--sandbox") {
     for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
+  } else if (prev == "--profile") {
+    for (const auto& n : Config::Load().ProfileNames()) std::cout << n << "\n";
   } else if (prev == "--backend") {
     std::cout << "auto\n";
     for (const auto& n : BackendNames()) std::cout << n << "\n";
@@ -696,7 +729,8 @@ int Complete(const Args& words) {
   } else if (words[0] == "image" && words.size() == 3 && words[1] == "rm") {
     for (const auto& i : ListImages()) std::cout << i.id << "\n";
   } else {
-    for (const char* f : {"--sandbox", "--backend", "--timeout", "--json", "--yes", "--help"}) {
+    for (const char* f :
+         {"--sandbox", "--profile", "--backend", "--timeout", "--json", "--yes", "--help"}) {
       std::cout << f << "\n";
     }
     if (words[0] == "start" || words[0] == "reset") std::cout << "--fish\n--deploy\n";
@@ -723,12 +757,22 @@ int Run(const Options& o) {
                 {"see 'ss vm --help'"});
   }
   Config config = Config::Load();
-  if (cmd == "start") return Start(o, config);
-  if (cmd == "stop") return Stop(o, config);
-  if (cmd == "restart") return Restart(o, config);
-  if (cmd == "status") return Status(o, config);
-  if (cmd == "reset") return Reset(o, config);
-  if (cmd == "delete") return Delete(o, config);
+  Options with_profile = o;
+  if (!o.profile.empty()) with_profile.sandbox = ProfileSandbox(config, o.profile, o.sandbox);
+  if (cmd == "clean") {
+    if (o.profile.empty()) {
+      throw Error(kExitUsage, "usage: ss clean --profile NAME [--yes]", {},
+                  {"to delete any sandbox: ss destroy --sandbox NAME"});
+    }
+    return Delete(with_profile, config);
+  }
+  if (cmd == "provision") return Provision(with_profile, config);
+  if (cmd == "start") return Start(with_profile, config);
+  if (cmd == "stop") return Stop(with_profile, config);
+  if (cmd == "restart") return Restart(with_profile, config);
+  if (cmd == "status") return Status(with_profile, config);
+  if (cmd == "reset") return Reset(with_profile, config);
+  if (cmd == "delete") return Delete(with_profile, config);
   if (cmd == "list" || cmd == "ls") return List(o, config);
   if (cmd == "backends") return Backends(o, config);
   std::vector<std::string> hints;

@@ -38,6 +38,7 @@ Run an AI coding agent with full autonomy inside a sandbox, with your projects o
   ss                      choose a project from a menu (on a terminal)
   ss PROJECT              open the agent in PROJECT's sandbox
   ss PROJECT -t           open a shell in PROJECT instead
+  ss . | ss run [DIR]     open the agent on this folder (any folder) in a sandbox of its own
 
 Projects
   new NAME                create a project (--github, --from PATH)
@@ -53,6 +54,8 @@ Sandbox
 
 Other
   config [get|set ...]    show or change settings (config.yaml)
+  profiles                list the profiles (--json); use one: ss PROJECT --profile NAME
+  clean --profile NAME    reset a profile's sandbox (asks first; --yes)
   update                  update ss to the latest release
   commands                list every command, plugins included
   help COMMAND            open the manual page of a command
@@ -60,6 +63,7 @@ Other
 
 Options
   --sandbox NAME          the sandbox a command works on (before or after the command)
+  --profile NAME          the sandbox of a profile, with its settings (see ss profiles)
   --json                  machine-readable output, for commands that have it
   --help                  show this help
   --version               show version, commit and build date
@@ -71,6 +75,12 @@ iproute2's socket tool shares the name: an invocation that is not ours (such as
 // What may name a project: ^[a-z][a-z0-9-]{1,49}$.
 bool ProjectNameLike(std::string_view name) {
   return name.size() >= 2 && NameOf(name, "a-z", "a-z0-9-", 50);
+}
+
+// What names a folder rather than a project or a command: ".", "..", "./x", "../x", "/x".
+bool IsFolderWord(std::string_view word) {
+  return word == "." || word == ".." || word.starts_with("./") || word.starts_with("../") ||
+         word.starts_with("/");
 }
 
 std::string RealPath(const std::string& path) {
@@ -322,13 +332,16 @@ int Dispatch(int argc, char** argv) {
   // where the command's binary reads them. iproute2's ss has neither option.
   std::vector<std::string> globals;
   while (!args.empty()) {
-    if (args[0] == "--json" || args[0].rfind("--sandbox=", 0) == 0) {
+    if (args[0] == "--json" || args[0].rfind("--sandbox=", 0) == 0 ||
+        args[0].rfind("--profile=", 0) == 0) {
       globals.push_back(args[0]);
       args.erase(args.begin());
-    } else if (args[0] == "--sandbox") {
+    } else if (args[0] == "--sandbox" || args[0] == "--profile") {
       if (args.size() < 2) {
-        throw Error(kExitUsage, "--sandbox needs a sandbox name", {},
-                    {"such as: ss --sandbox NAME status"});
+        throw Error(
+            kExitUsage,
+            Cat(args[0], " needs a ", args[0] == "--sandbox" ? "sandbox" : "profile", " name"), {},
+            {Cat("such as: ss ", args[0], " NAME status")});
       }
       globals.insert(globals.end(), {args[0], args[1]});
       args.erase(args.begin(), args.begin() + 2);
@@ -338,14 +351,15 @@ int Dispatch(int argc, char** argv) {
   }
   if (!globals.empty()) {
     if (args.empty() || args[0][0] == '-' || IsIproute2Word(args[0]) ||
-        (!FindVerb(args[0]) && !ProjectNameLike(args[0]) && !FindTool("ss-" + args[0]))) {
+        (!FindVerb(args[0]) && !ProjectNameLike(args[0]) && !IsFolderWord(args[0]) &&
+         !FindTool("ss-" + args[0]))) {
       throw Error(kExitUsage,
                   Cat("'", globals[0], "' goes with a command",
                       args.empty() ? std::string() : Cat(", and '", args[0], "' is not one")),
                   {}, {"such as: ss --sandbox NAME status, ss --json list; see 'ss --help'"});
     }
   }
-  const std::string& first = args[0];
+  const std::string first = args[0];
   if (first == "--help") {
     std::cout << kUsage;
     return 0;
@@ -363,11 +377,13 @@ int Dispatch(int argc, char** argv) {
     PassToIproute2(argv, Cat("'", first, "' is not an ss option"));
   }
 
-  if (const Verb* verb = FindVerb(first)) {
+  // A path (`ss .`, `ss ../app`, `ss /srv/app`) is a folder to open: `ss run PATH`.
+  if (IsFolderWord(first)) args.insert(args.begin(), "run");
+  if (const Verb* verb = FindVerb(args[0])) {
     auto path = FindTool(verb->binary);
     if (!path) {
       throw Error(kExitUnavailable,
-                  Cat("'", first, "' is provided by ", verb->binary, ", which is not installed"),
+                  Cat("'", args[0], "' is provided by ", verb->binary, ", which is not installed"),
                   {}, {"reinstall ss: ./install.sh"});
     }
     std::vector<std::string> target{verb->binary};

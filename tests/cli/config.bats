@@ -57,7 +57,7 @@ write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
 }
 
 @test "an unknown key: exit 64, the valid keys and did-you-mean" {
-  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, network.mode, network.presets, network.allow, network.deny, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.secrets, sandboxes.<name>.network.mode, sandboxes.<name>.network.presets, sandboxes.<name>.network.allow, sandboxes.<name>.network.deny"
+  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, network.mode, network.presets, network.allow, network.deny, agent.config, agent.browser, image.packages, image.npm, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.mounts, sandboxes.<name>.env, sandboxes.<name>.secrets, sandboxes.<name>.agent.command, sandboxes.<name>.agent.config, sandboxes.<name>.network.mode, sandboxes.<name>.network.presets, sandboxes.<name>.network.allow, sandboxes.<name>.network.deny, profiles.<name>.description, profiles.<name>.backend, profiles.<name>.cpus, profiles.<name>.memory, profiles.<name>.disk, profiles.<name>.ephemeral, profiles.<name>.shell, profiles.<name>.deploy, profiles.<name>.mounts, profiles.<name>.env, profiles.<name>.secrets, profiles.<name>.agent.command, profiles.<name>.agent.config, profiles.<name>.network.mode, profiles.<name>.network.presets, profiles.<name>.network.allow, profiles.<name>.network.deny"
   run --separate-stderr ss config set foo 1
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-config: error: unknown config key: foo
@@ -112,7 +112,7 @@ hint: see 'ss config --help'"
   run --separate-stderr ss config frob
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-config: error: unknown config command 'frob'
-hint: use show, get, set or path; see 'ss config --help'"
+hint: use show, get, set, path or profiles; see 'ss config --help'"
   run --separate-stderr ss config --frob
   assert_equal "$status" 64
 }

@@ -198,6 +198,33 @@ true"
   assert_failure
 }
 
+@test "agent.browser auto: the agent starts with --chrome when Claude in Chrome is the path, else as written" {
+  # The agent stands in for claude: it prints its arguments and waits.
+  as_owner sh -c 'printf "%s\n" "#!/bin/sh" "echo \"agent-args: \$*\"" "sleep 60" > "$1/claude" && chmod 755 "$1/claude"' \
+    sh "$SS_HOME/projects/proj"
+  ss config set agent.command "/home/sandbox/projects/proj/claude --dangerously-skip-permissions" >/dev/null
+  native_host "$W/bridge/1.sock"
+  term a "ss proj"
+  wait_screen a "Browser: Connected \(Claude in Chrome\)"
+  wait_screen a "^agent-args: --chrome --dangerously-skip-permissions$"
+  ss config set agent.browser off >/dev/null
+  term b "ss proj"
+  wait_screen b "Browser: Connected \(Claude in Chrome\)"
+  wait_screen b "^agent-args: --dangerously-skip-permissions$"
+  ss config set agent.browser auto >/dev/null
+  ss config set agent.command "/home/sandbox/projects/proj/claude --chrome" >/dev/null
+  term c "ss proj"
+  wait_screen c "^agent-args: --chrome$"
+  # No Claude in Chrome: the command as written.
+  kill "$(cat "$W/host-1.sock.pid")"
+  rm -f "$W/bridge/1.sock"
+  ss config set agent.command "/home/sandbox/projects/proj/claude --dangerously-skip-permissions" >/dev/null
+  term d "ss proj"
+  wait_screen d "^agent-args: --dangerously-skip-permissions$"
+  ss config set agent.command "claude --dangerously-skip-permissions" >/dev/null
+  as_owner rm -f "$SS_HOME/projects/proj/claude"
+}
+
 @test "ss PROJECT with no browser: the Unavailable box, and the session opens anyway" {
   rm -f "$SS_HOME/.ss/browser-unavailable-shown"
   term a "ss proj -t"

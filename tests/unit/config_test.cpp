@@ -81,6 +81,36 @@ TEST(Config, SandboxValuesFallBack) {
   EXPECT_EQ(c.SandboxNames(), std::vector<std::string>{"work"});
 }
 
+TEST(Config, ProfilesSitBetweenASandboxAndTheTopLevel) {
+  Config c = Config::Parse(
+      "agent:\n  command: claude\nsecrets: [A]\nsandboxes:\n  p:\n    memory: 4GB\n"
+      "profiles:\n  p:\n    description: x\n    memory: 5GB\n    backend: docker\n"
+      "    env: [K=V, HOME]\n    agent:\n      command: claude --model opus\n"
+      "    secrets:\n      T: {from: {env: OTHER}}\n    network:\n      mode: none\n",
+      "c.yaml");
+  EXPECT_EQ(c.ProfileNames(), std::vector<std::string>{"p"});
+  EXPECT_EQ(c.SandboxValue("p", "memory").get<int64_t>(), 4 * kGiB);  // sandboxes.p wins
+  EXPECT_EQ(c.SandboxValue("p", "backend"), "docker");
+  EXPECT_EQ(c.SandboxValue("p", "agent.command"), "claude --model opus");
+  EXPECT_EQ(c.SandboxValue("p", "network.mode"), "none");
+  EXPECT_EQ(c.SandboxValue("p", "env"), Json::array({"K=V", "HOME"}));
+  EXPECT_EQ(c.SandboxValue("p", "secrets"), Json::array({"T"}));
+  EXPECT_EQ(c.SecretSources("p"), Json({{"T", {{"env", "OTHER"}}}}));
+  EXPECT_EQ(c.SandboxKey("p", "memory"), "sandboxes.p.memory");
+  EXPECT_EQ(c.SandboxKey("p", "backend"), "profiles.p.backend");
+  EXPECT_EQ(c.SandboxKey("p", "mounts"), "");
+  // Another sandbox sees the top level only.
+  EXPECT_EQ(c.SandboxValue("q", "agent.command"), "claude");
+  EXPECT_EQ(c.SandboxValue("q", "secrets"), Json::array({"A"}));
+  EXPECT_TRUE(c.SandboxValue("q", "env").is_null());
+  c.Override("sandboxes.p.ephemeral", true);
+  EXPECT_EQ(c.SandboxValue("p", "ephemeral"), true);
+  EXPECT_NE(ParseError("profiles:\n  P:\n    memory: 5GB\n").find("invalid sandbox name"),
+            std::string::npos);
+  EXPECT_EQ(ParseError("profiles:\n  p:\n    mounts: [/a]\n"),
+            "c.yaml:3:13: profiles.p.mounts: '/a': expected HOST:GUEST or HOST:GUEST:ro");
+}
+
 TEST(Config, KeysAndAliases) {
   std::string canonical;
   ASSERT_NE(FindKeySpec("memory", &canonical), nullptr);

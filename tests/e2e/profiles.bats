@@ -1,0 +1,150 @@
+#!/usr/bin/env bats
+# Profiles, the session flags over them, any folder with `ss .`, `ss clean --profile` and the
+# agent's configuration folder, against real Docker sandboxes (made and removed in seconds).
+
+load helpers
+
+setup_file() {
+  e2e_home
+  ss vm setup --backend docker >/dev/null
+  ss vm image build >&3 2>&1
+  ss config set backend docker >/dev/null
+  ss new proj >/dev/null
+  as_owner touch "$SS_HOME/projects/proj/marker-of-the-projects"
+}
+
+teardown_file() {
+  e2e_env
+  local name
+  for name in $(ss vm list | cut -f1); do
+    pkill -f -- "--share-master $name" || true
+    ss vm delete --sandbox "$name" --yes --force >/dev/null 2>&1 || true
+  done
+  e2e_home_remove
+}
+
+setup() {
+  e2e_env
+}
+
+# No sandbox of the file is left in Docker or in ss's records once removed.
+gone() {
+  ! ss vm list | cut -f1 | grep -qx -- "$1"
+  ! docker ps -a --format '{{.Names}}' | grep -qx -- "$1"
+}
+
+@test "an ephemeral profile: its read-only mount, env and secret from a command; removed after" {
+  mkdir -p "$E2E_ROOT/data"
+  echo "host data" > "$E2E_ROOT/data/file"
+  cat >> "$SS_HOME/config.yaml" <<EOF
+profiles:
+  untrusted:
+    description: plugins I do not trust
+    ephemeral: true
+    mounts: ["$E2E_ROOT/data:/data:ro"]
+    env: [NODE_ENV=development]
+    secrets:
+      OP_TOKEN: {from: {command: [printf, '%s', op-s3cret]}}
+EOF
+  run ss profiles
+  assert_success
+  assert_line --regexp '^untrusted +docker +yes +- +plugins I do not trust$'
+  run --separate-stderr ss proj --profile untrusted -- sh -c '
+    cat /data/file; pwd
+    touch /data/by-user 2>/dev/null && echo user-wrote
+    sudo -n touch /data/by-root 2>/dev/null && echo root-wrote
+    printf "%s|%s\n" "$NODE_ENV" "$OP_TOKEN"
+    ls ~/projects/proj'
+  assert_success
+  assert_output "host data
+/home/sandbox/projects/proj
+development|op-s3cret
+marker-of-the-projects"
+  [[ "$stderr" == *"Removing ephemeral sandbox 'untrusted'..."* ]]
+  assert_file_not_exists "$E2E_ROOT/data/by-user"
+  assert_file_not_exists "$E2E_ROOT/data/by-root"
+  gone untrusted
+  # The flags over the profile: one secret left out, a value added, the sandbox kept.
+  run --separate-stderr ss proj --profile untrusted --no-secret OP_TOKEN --env EXTRA=1 --keep -- \
+    sh -c 'printf "[%s][%s]\n" "$OP_TOKEN" "$EXTRA"'
+  assert_success
+  assert_output "[][1]"
+  run ss vm list
+  assert_line --regexp '^untrusted	docker	running$'
+  # A session asking for other folders than the kept sandbox shares is refused, nothing changed.
+  run --separate-stderr ss proj --profile untrusted --no-mount -- true
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[0]}" "ss: error: sandbox 'untrusted' was made sharing the projects folder, $E2E_ROOT/data at /data (read-only); this session asks for no host folder"
+  run ss clean --profile untrusted --yes
+  assert_success
+  assert_output "Deleted: untrusted"
+  gone untrusted
+}
+
+@test "--no-mount: no host folder is visible in the sandbox" {
+  local name="nomount-$$"
+  run --separate-stderr ss shell --sandbox "$name" --ephemeral --no-mount -- sh -c '
+    pwd; ls -A ~/projects; ls -d /workspace 2>/dev/null
+    awk "\$2 ~ \"^/(home|workspace|mnt|data|srv|opt|media)\" {print \$2}" /proc/mounts
+    find / -xdev -name marker-of-the-projects 2>/dev/null'
+  assert_success
+  assert_output "/home/sandbox"
+  gone "$name"
+}
+
+@test "ss . on a folder outside ~/super-sandbox: shared at /workspace/NAME, alone, remembered" {
+  local dir="$E2E_ROOT/elsewhere/My Repo"
+  mkdir -p "$dir"
+  chown "$(stat -c %u:%g "$SS_HOME/projects")" "$dir"
+  as_owner sh -c 'echo "from the host" > "$1/README"' sh "$dir"
+  cd "$dir"
+  run --separate-stderr ss . -- sh -c 'pwd; cat README; echo made > made.txt; mkdir -p sub/dir
+    ls -A ~/projects; ls /workspace'
+  assert_success
+  assert_output "/workspace/my-repo
+from the host
+my-repo"
+  sandbox=$(jq -r --arg p "$dir" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")
+  [[ "$sandbox" =~ ^my-repo-[0-9a-f]{4}$ ]]
+  # What the sandbox made is the folder owner's on the host.
+  assert_equal "$(stat -c %u:%g "$dir/made.txt" "$dir/sub/dir" | sort -u)" "$(stat -c %u:%g "$SS_HOME/projects")"
+  # The next `ss .` there goes to the same sandbox; from a path spelled otherwise too.
+  cd "$E2E_ROOT/elsewhere"
+  run --separate-stderr ss "./My Repo" -- cat made.txt
+  assert_success
+  assert_output "made"
+  assert_equal "$(jq '.folders | length' "$SS_HOME/.ss/folders.json")" 1
+  assert_equal "$(ss vm list | cut -f1 | grep -c '^my-repo-')" 1
+  ss vm delete --sandbox "$sandbox" --yes >/dev/null 2>&1
+  gone "$sandbox"
+  assert_file_exists "$dir/made.txt"
+}
+
+@test "agent.config is copied into ~/.claude when the sandbox is made and by ss vm provision, never mounted" {
+  local name="agentcfg-$$" cfg="$E2E_ROOT/repo/sandbox/claude"
+  mkdir -p "$cfg/commands"
+  echo "# rules from the repository" > "$cfg/CLAUDE.md"
+  echo '{"model": "opus"}' > "$cfg/settings.json"
+  echo "review the diff" > "$cfg/commands/review.md"
+  ss config set "sandboxes.$name.agent.config" "$cfg" >/dev/null
+  run --separate-stderr ss vm start --sandbox "$name"
+  assert_success
+  [[ "$stderr" == *"copied $cfg into ~/.claude"* ]]
+  run ss exec --sandbox "$name" -- sh -c 'cat ~/.claude/CLAUDE.md ~/.claude/settings.json ~/.claude/commands/review.md; stat -c %U ~/.claude/CLAUDE.md'
+  assert_output '# rules from the repository
+{"model": "opus"}
+review the diff
+sandbox'
+  run ss exec --sandbox "$name" -- mountpoint -q /home/sandbox/.claude
+  assert_failure
+  # The agent's writes stay in the sandbox.
+  ss exec --sandbox "$name" -- sh -c 'echo changed-inside > ~/.claude/CLAUDE.md'
+  assert_equal "$(cat "$cfg/CLAUDE.md")" "# rules from the repository"
+  echo "# rules, revised" > "$cfg/CLAUDE.md"
+  run ss vm provision --sandbox "$name"
+  assert_success
+  assert_output "Copied $cfg into ~/.claude of '$name'."
+  run ss exec --sandbox "$name" -- cat /home/sandbox/.claude/CLAUDE.md
+  assert_output "# rules, revised"
+  ss vm delete --sandbox "$name" --yes >/dev/null 2>&1
+}
