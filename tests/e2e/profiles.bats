@@ -54,12 +54,12 @@ EOF
     touch /data/by-user 2>/dev/null && echo user-wrote
     sudo -n touch /data/by-root 2>/dev/null && echo root-wrote
     printf "%s|%s\n" "$NODE_ENV" "$OP_TOKEN"
-    ls ~/projects/proj'
+    ls ~/projects/proj/marker-of-the-projects'
   assert_success
   assert_output "host data
 /home/sandbox/projects/proj
 development|op-s3cret
-marker-of-the-projects"
+/home/sandbox/projects/proj/marker-of-the-projects"
   [[ "$stderr" == *"Removing ephemeral sandbox 'untrusted'..."* ]]
   assert_file_not_exists "$E2E_ROOT/data/by-user"
   assert_file_not_exists "$E2E_ROOT/data/by-root"
@@ -72,7 +72,7 @@ marker-of-the-projects"
   run ss vm list
   assert_line --regexp '^untrusted	docker	running$'
   # A session asking for other folders than the kept sandbox shares is refused, nothing changed.
-  run --separate-stderr ss proj --profile untrusted --no-mount -- true
+  run --separate-stderr ss shell --profile untrusted --no-mount -- true
   assert_equal "$status" 64
   assert_equal "${stderr_lines[0]}" "ss: error: sandbox 'untrusted' was made sharing the projects folder, $E2E_ROOT/data at /data (read-only); this session asks for no host folder"
   run ss clean --profile untrusted --yes
@@ -86,7 +86,8 @@ marker-of-the-projects"
   run --separate-stderr ss shell --sandbox "$name" --ephemeral --no-mount -- sh -c '
     pwd; ls -A ~/projects; ls -d /workspace 2>/dev/null
     awk "\$2 ~ \"^/(home|workspace|mnt|data|srv|opt|media)\" {print \$2}" /proc/mounts
-    find / -xdev -name marker-of-the-projects 2>/dev/null'
+    find / -xdev -name marker-of-the-projects 2>/dev/null
+    exit 0'
   assert_success
   assert_output "/home/sandbox"
   gone "$name"

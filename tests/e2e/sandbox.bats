@@ -90,6 +90,16 @@ setup() {
   assert_output --regexp '^v22\.'
   run sandbox_ssh "$SANDBOX" chrome-devtools-mcp --version
   assert_success
+  # What the spec's MOTD, AGENTS.md and reset prompt name, and the language tooling.
+  run sandbox_ssh "$SANDBOX" vercel --version
+  assert_success
+  assert_line --regexp '^60\.[0-9]+\.[0-9]+$'
+  run sandbox_ssh "$SANDBOX" docker-compose version --short
+  assert_output --regexp '^1\.[0-9]+\.[0-9]+$'
+  run sandbox_ssh "$SANDBOX" go version
+  assert_output --regexp '^go version go1\.[0-9.]+ linux/amd64$'
+  run sandbox_ssh "$SANDBOX" 'pipx --version && python3 -m venv --help >/dev/null && pip3 --version'
+  assert_success
   run sandbox_ssh "$SANDBOX" sudo -n true
   assert_success
 }
