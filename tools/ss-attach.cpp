@@ -786,7 +786,7 @@ int Complete(const Args& words) {
   } else if (prev == "--profile") {
     for (const auto& n : Config::Load().ProfileNames()) std::cout << n << "\n";
   } else if (prev == "--mount" || prev == "--env" || prev == "--secret" || prev == "--no-secret" ||
-             (words[0] == "run" && words.size() == 2)) {
+             (words[0] == "run" && words.size() == 2 && !words[1].starts_with("-"))) {
     // A path or a name of the user's: the shell's own completion.
   } else if (words.size() == 2 && (words[0] == "claude" || words[0] == "claude-run" ||
                                    words[0] == "claude-resume" || words[0] == "exec")) {

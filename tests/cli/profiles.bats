@@ -197,6 +197,8 @@ hint: to delete any sandbox: ss destroy --sandbox NAME"
   assert_output untrusted
   run ss --complete vm start --profile ''
   assert_output untrusted
+  run ss --complete run --pro
+  assert_line --profile
   run ss --complete ''
   assert_line run
   assert_line profiles
