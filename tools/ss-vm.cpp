@@ -303,6 +303,11 @@ int Status(const Options& o, const Config& config) {
     doc["projects"] = projects;
     doc["snapshots"] = snapshots_error.empty() ? Json(snapshots) : Json();
     doc["deploy"] = sandbox.deploy_dir().empty() ? Json() : Json(sandbox.deploy_dir());
+    doc["shares"] = {{"projects", sandbox.shares().projects}, {"mounts", Json::array()}};
+    for (const auto& m : sandbox.shares().mounts) {
+      doc["shares"]["mounts"].push_back(
+          {{"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
+    }
     doc["browser"] = {{"mode", BrowserModeName(browser.mode)},
                       {"summary", StatusSummary(browser, agent)},
                       {"agent_version", agent ? Json(agent->text) : Json()},

@@ -10,6 +10,7 @@
 # (create, start, start after restore, reset).
 
 load helpers
+load ../json_doc
 
 setup_file() {
   : "${SS_E2E_BACKEND:?set SS_E2E_BACKEND (lxd, docker, podman, qemu)}"
@@ -256,6 +257,10 @@ setup() {
   ss vm status --sandbox "$SANDBOX" --json | jq -e '.snapshots | index("clean-baseline") != null'
   assert_line --regexp '^Claude:    not logged in \(run: ss login\)$'
   assert_line --regexp "^Backend:   $SS_E2E_BACKEND "
+  # Every field of the JSON is named in ss-json(7), and the folders it was made sharing are said.
+  json=$(ss vm status --sandbox "$SANDBOX" --json)
+  documented SandboxStatus "$json"
+  assert_equal "$(jq -c '[.shares.projects, (.shares.mounts | length)]' <<< "$json")" "[true,0]"
 }
 
 @test "stop keeps what was installed" {
