@@ -89,6 +89,19 @@ Options ParseArgs(const Args& args) {
   if (o.timeout <= 0) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
   }
+  // The flags of one command only (--sandbox, --project and --timeout go with every one).
+  const std::pair<const char*, const char*> only[] = {
+      {"--force", o.force ? "sync" : nullptr},    {"--dry-run", o.dry_run ? "sync" : nullptr},
+      {"--json", o.json ? "sync" : nullptr},      {"--stat", o.stat ? "diff" : nullptr},
+      {"--yes", o.yes ? "apply" : nullptr},       {"--ours", o.ours ? "apply" : nullptr},
+      {"--theirs", o.theirs ? "apply" : nullptr}, {"--merge", o.merge ? "apply" : nullptr}};
+  const std::string command = o.words.empty() ? "" : o.words[0];
+  for (const auto& [flag, owner] : only) {
+    if (owner && !command.empty() && command != owner) {
+      throw Error(kExitUsage, Cat(flag, " is not an option of '", command, "'"), {},
+                  {Cat(flag, " goes with ss ", owner, "; see 'ss-sync --help'")});
+    }
+  }
   return o;
 }
 

@@ -113,6 +113,20 @@ hint: switch it: ss config set projects.sn-plain.mode copy"
   assert_equal "$status" 65
 }
 
+@test "a flag of another sync command is exit 64, before anything else" {
+  ss new sn-copy --copy >/dev/null
+  run --separate-stderr ss diff sn-copy --json
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-sync: error: --json is not an option of 'diff'
+hint: --json goes with ss sync; see 'ss-sync --help'"
+  for bad in "apply sn-copy --stat" "sync sn-copy --yes" "diff sn-copy --ours" "push a b --force" \
+    "pull a b --dry-run" "apply sn-copy -n" "sync sn-copy --merge" "diff sn-copy --theirs"; do
+    run --separate-stderr ss $bad
+    assert_equal "$status" 64
+    [[ "$stderr" == "ss-sync: error: --"*" is not an option of '${bad%% *}'"* ]]
+  done
+}
+
 @test "push and pull: two paths" {
   run --separate-stderr ss push only-one
   assert_equal "$status" 64
