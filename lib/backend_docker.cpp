@@ -11,7 +11,10 @@
 //     filesystem;
 //   - the shared folders bind-mounted; there is no user namespace, so host uid 1000 is the
 //     sandbox user: folders of another owner (root too) go through an id-mapped view
-//     (idmap_view.hpp), which only root can mount;
+//     (idmap_view.hpp), which only root can mount. Root in the sandbox may remount a bind
+//     read-write, so a read-only folder is a volume of its own instead: an overlay the engine
+//     mounts read-only on the host (the folder over an empty layer, no upper one), which no
+//     remount inside makes writable (Docker; Podman's volumes cannot be, and are refused);
 //   - SSH published on 127.0.0.1 at a port the engine picks when the container starts (nothing
 //     to race for);
 //   - the cloud-init NoCloud seed copied into /var/lib/cloud/seed/nocloud before first boot.
@@ -43,6 +46,8 @@ namespace {
 
 constexpr const char* kMarkLabel = "ss.sandbox";
 constexpr const char* kSpecLabel = "ss.spec";
+// On the volumes of read-only folders: the sandbox they belong to.
+constexpr const char* kNameLabel = "ss.sandbox.name";
 
 // Capabilities left out of "ALL": they reach the host (modules, raw I/O, clock, reboot, MAC
 // policy, kernel log), and CAP_SYS_RESOURCE, which an unprivileged host may not have to give.
@@ -119,6 +124,10 @@ std::string ContainerViewsDir(const std::string& engine, const std::string& name
 
 bool ContainerNeedsViews(const SandboxSpec& spec) { return spec.host_uid != kSandboxUserId; }
 
+std::string ReadOnlyVolume(const std::string& name, const Mount& m) {
+  return Cat("ss-", name, "-", m.name);
+}
+
 std::vector<std::string> ContainerCreateArgs(const std::string& engine, const SandboxSpec& spec,
                                              const std::string& image_ref,
                                              const ContainerRlimits& rlimits, bool have_fuse) {
@@ -160,6 +169,11 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
                      "--stop-signal", "SIGRTMIN+3", "--env", Cat("container=", engine)});
   bool views = ContainerNeedsViews(spec);
   for (const auto& m : spec.mounts) {
+    if (m.read_only) {
+      a.insert(a.end(), {"--mount", Cat("type=volume,source=", ReadOnlyVolume(spec.name, m), ",",
+                                        MountField("target", m.target), ",readonly")});
+      continue;
+    }
     std::string source = views ? Cat(ContainerViewsDir(engine, spec.name), "/", m.name) : m.source;
     std::string mount =
         Cat("type=bind,", MountField("source", source), ",", MountField("target", m.target));
@@ -337,8 +351,32 @@ SandboxSpec RecordedSpec(const std::string& name, const Json& container) {
 }  // namespace
 
 void ContainerBackend::EnsureViews(const SandboxSpec& spec) {
+  for (const auto& m : spec.mounts) {
+    if (!m.read_only) continue;
+    if (engine_.name != "docker") {
+      throw Error(
+          kExitUnavailable,
+          Cat(engine_.display, " cannot keep ", m.source, " read-only against root in the sandbox"),
+          {}, {"share it read-write, or use the docker, lxd or qemu backend for it"});
+    }
+    if (m.source.find_first_of(",:\\") != std::string::npos) {
+      throw Error(kExitUsage,
+                  Cat("a read-only folder of a Docker sandbox cannot have ',', ':' or '\\' ",
+                      "in its path: ", m.source),
+                  {}, {"share a folder whose path has none of them"});
+    }
+    std::string volume = ReadOnlyVolume(spec.name, m);
+    if (Run({engine_.client, "volume", "inspect", volume}).ok()) continue;
+    std::string empty = StateDir() + "/empty";
+    MakeDirs(empty, 0755);
+    Cli({"volume", "create", "--driver", "local", "--label", Cat(kNameLabel, "=", spec.name),
+         "--opt", "type=overlay", "--opt", "device=overlay", "--opt",
+         Cat("o=ro,lowerdir=", m.source, ":", empty), volume},
+        Cat("cannot share ", m.source, " read-only"));
+  }
   if (!ContainerNeedsViews(spec)) return;
   for (const auto& m : spec.mounts) {
+    if (m.read_only) continue;
     EnsureView(m.source, Cat(ContainerViewsDir(engine_.name, spec.name), "/", m.name),
                {spec.host_uid, spec.host_gid}, {kSandboxUserId, kSandboxUserId});
   }
@@ -391,6 +429,7 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
     // Never leave a half-made sandbox behind.
     Run({engine_.client, "rm", "--force", spec.name});
     Run({engine_.client, "volume", "rm", "--force", VolumeName(spec.name)});
+    RemoveReadOnlyVolumes(spec.name);
     Run({engine_.client, "network", "rm", NetworkName(spec.name)});
     RemoveViews(ContainerViewsDir(engine_.name, spec.name));
     throw;
@@ -481,8 +520,20 @@ void ContainerBackend::Delete(const std::string& name) {
       if (!Trim(ref).empty()) Run({engine_.client, "rmi", "--force", std::string(Trim(ref))}, o);
     }
   }
+  RemoveReadOnlyVolumes(name);
   RemoveViews(ContainerViewsDir(engine_.name, name));
   Run({engine_.client, "network", "rm", NetworkName(name)}, o);
+}
+
+void ContainerBackend::RemoveReadOnlyVolumes(const std::string& name) {
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(60);
+  ProcessResult volumes = Run(
+      {engine_.client, "volume", "ls", "--quiet", "--filter", Cat("label=", kNameLabel, "=", name)},
+      o);
+  for (const auto& v : SplitLines(volumes.out)) {
+    if (!Trim(v).empty()) Run({engine_.client, "volume", "rm", "--force", std::string(Trim(v))}, o);
+  }
 }
 
 // The sandbox's own network, made with the sandbox: a bridge without masquerading or traffic

@@ -87,8 +87,10 @@ class ContainerBackend : public Backend {
     std::string name, bridge, gateway;
   };
   std::optional<Network> AttachNetwork(const std::string& name, bool create);
-  // Mounts the id-mapped views of the sandbox's folders, when it needs them.
+  // Mounts the id-mapped views of the sandbox's folders, when it needs them, and makes the
+  // volumes of its read-only ones (refused on Podman, ss::Error 69).
   void EnsureViews(const SandboxSpec& spec);
+  void RemoveReadOnlyVolumes(const std::string& name);
 
   ContainerEngine engine_;
   bool limits_known_ = false;

@@ -53,6 +53,11 @@ EOF
     cat /data/file; pwd
     touch /data/by-user 2>/dev/null && echo user-wrote
     sudo -n touch /data/by-root 2>/dev/null && echo root-wrote
+    # Root inside remounting it read-write gains nothing: the read-only part is outside.
+    sudo -n mount -o remount,rw,bind /data 2>/dev/null
+    sudo -n mount -o remount,rw /data 2>/dev/null
+    sudo -n touch /data/by-root-remount 2>/dev/null && echo root-remount-wrote
+    touch /data/by-user-remount 2>/dev/null && echo user-remount-wrote
     printf "%s|%s\n" "$NODE_ENV" "$OP_TOKEN"
     ls ~/projects/proj/marker-of-the-projects'
   assert_success
@@ -63,7 +68,10 @@ development|op-s3cret
   [[ "$stderr" == *"Removing ephemeral sandbox 'untrusted'..."* ]]
   assert_file_not_exists "$E2E_ROOT/data/by-user"
   assert_file_not_exists "$E2E_ROOT/data/by-root"
+  assert_equal "$(ls -A "$E2E_ROOT/data")" "file"
   gone untrusted
+  # The read-only folder's volume went with the sandbox.
+  assert_equal "$(docker volume ls --quiet --filter label=ss.sandbox.name=untrusted)" ""
   # The flags over the profile: one secret left out, a value added, the sandbox kept.
   run --separate-stderr ss proj --profile untrusted --no-secret OP_TOKEN --env EXTRA=1 --keep -- \
     sh -c 'printf "[%s][%s]\n" "$OP_TOKEN" "$EXTRA"'

@@ -25,7 +25,8 @@ SandboxSpec Spec() {
   s.resources.memory = 4LL << 30;
   s.host_uid = s.host_gid = 1000;  // the sandbox user's own ids: plain bind mounts
   s.mounts.push_back({"projects", "/home/u/projects", "/home/sandbox/projects", false});
-  s.mounts.push_back({"src", "/a,b", "/home/sandbox/src", true});
+  s.mounts.push_back({"src", "/a,b", "/home/sandbox/src", false});
+  s.mounts.push_back({"data", "/d", "/data", true});
   return s;
 }
 
@@ -45,7 +46,13 @@ TEST(ContainerArgs, DockerSandbox) {
   EXPECT_TRUE(Has(a, "--device", "/dev/fuse"));
   EXPECT_TRUE(Has(a, "--env", "container=docker"));
   EXPECT_TRUE(Has(a, "--mount", "type=bind,source=/home/u/projects,target=/home/sandbox/projects"));
-  EXPECT_TRUE(Has(a, "--mount", "type=bind,\"source=/a,b\",target=/home/sandbox/src,readonly"));
+  EXPECT_TRUE(Has(a, "--mount", "type=bind,\"source=/a,b\",target=/home/sandbox/src"));
+  // A read-only folder is a volume of its own (a read-only overlay), never a bind root inside
+  // could remount read-write.
+  EXPECT_TRUE(Has(a, "--mount", "type=volume,source=ss-box-data,target=/data,readonly"));
+  EXPECT_EQ(std::count_if(a.begin(), a.end(),
+                          [](const std::string& x) { return x.find("source=/d,") != x.npos; }),
+            0);
   EXPECT_TRUE(Has(a, "--mount", "type=volume,source=ss-box-docker,target=/var/lib/docker"));
   EXPECT_TRUE(Has(a, "--publish", "127.0.0.1::22"));
   EXPECT_TRUE(Has(a, "--cpus", "2"));
@@ -84,8 +91,8 @@ TEST(ContainerArgs, FoldersOfAnotherOwnerGoThroughViews) {
   EXPECT_NE(views, ContainerViewsDir("podman", "box"));
   EXPECT_TRUE(Has(a, "--mount",
                   Cat("type=bind,source=", views, "/projects,target=/home/sandbox/projects")));
-  EXPECT_TRUE(
-      Has(a, "--mount", Cat("type=bind,source=", views, "/src,target=/home/sandbox/src,readonly")));
+  EXPECT_TRUE(Has(a, "--mount", Cat("type=bind,source=", views, "/src,target=/home/sandbox/src")));
+  EXPECT_TRUE(Has(a, "--mount", "type=volume,source=ss-box-data,target=/data,readonly"));
   // The label keeps the folders themselves and their owner, for the views of later starts.
   auto label = std::find_if(a.begin(), a.end(),
                             [](const std::string& x) { return x.rfind("ss.spec=", 0) == 0; });
