@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # One sandbox, end to end, on the backend in $SS_E2E_BACKEND: created from the image, reached
 # with a pinned host key, tools present, the projects folder and the deploy folder (--deploy)
-# shared both ways with the right owners, git and docker working inside, then stop / start /
+# shared both ways with the right owners, a read-only folder root inside cannot write (Podman
+# refuses one), git and docker working inside, then stop / start /
 # status / reset / delete, and the faults every backend must survive: a share that is not
 # mounted, its SSH port taken while it was stopped, ss killed while it starts the sandbox, the
 # machine killed behind ss's back, the engine's daemon going away (LXD, Docker); and the
@@ -20,6 +21,12 @@ setup_file() {
   # The deploy folder belongs to the projects' owner, as a user's own folder would.
   install -d -o "$(stat -c %u "$SS_HOME/projects")" -g "$(stat -c %g "$SS_HOME/projects")" \
     "$E2E_ROOT/deploy"
+  # A folder shared read-only (Podman refuses one: a test below says so).
+  mkdir -p "$E2E_ROOT/ro"
+  echo "host's" > "$E2E_ROOT/ro/file"
+  if [ "$SS_E2E_BACKEND" != podman ]; then
+    ss config set "sandboxes.$SANDBOX.mounts" "$E2E_ROOT/ro:/data/ro:ro" >/dev/null
+  fi
   ss vm image build >&3 2>&1
 }
 
@@ -56,6 +63,28 @@ setup() {
   echo "$output" | jq -e --arg d "$E2E_ROOT/deploy" '.deploy == $d'
   echo "$output" | jq -e '.memory_used_bytes > 0 and .disk_used_bytes > 0 and .uptime_seconds >= 0'
   echo "$output" | jq -e '.agent_logged_in == false'
+}
+
+@test "a read-only folder stays read-only against root in the sandbox" {
+  if [ "$SS_E2E_BACKEND" = podman ]; then
+    run --separate-stderr ss shell --sandbox "$SANDBOX-ro" --mount "$E2E_ROOT/ro:/data/ro:ro" -- true
+    assert_equal "$status" 69
+    [[ "$stderr" == *"Podman cannot keep $E2E_ROOT/ro read-only against root in the sandbox"* ]]
+    run ss vm list
+    refute_line --partial "$SANDBOX-ro"
+    return
+  fi
+  run sandbox_ssh "$SANDBOX" 'cat /data/ro/file
+    touch /data/ro/by-user 2>/dev/null && echo user-wrote
+    sudo -n touch /data/ro/by-root 2>/dev/null && echo root-wrote
+    sudo -n mount -o remount,rw,bind /data/ro 2>/dev/null
+    sudo -n mount -o remount,rw /data/ro 2>/dev/null
+    sudo -n touch /data/ro/by-root-remount 2>/dev/null && echo root-remount-wrote
+    touch /data/ro/by-user-remount 2>/dev/null && echo user-remount-wrote
+    true'
+  assert_success
+  assert_output "host's"
+  assert_equal "$(ls -A "$E2E_ROOT/ro")" "file"
 }
 
 @test "OpenSSH reaches it with the pinned host key and the install's key, no password" {
@@ -260,7 +289,9 @@ setup() {
   # Every field of the JSON is named in ss-json(7), and the folders it was made sharing are said.
   json=$(ss vm status --sandbox "$SANDBOX" --json)
   documented SandboxStatus "$json"
-  assert_equal "$(jq -c '[.shares.projects, (.shares.mounts | length)]' <<< "$json")" "[true,0]"
+  local mounts=1
+  [ "$SS_E2E_BACKEND" != podman ] || mounts=0
+  assert_equal "$(jq -c '[.shares.projects, (.shares.mounts | length)]' <<< "$json")" "[true,$mounts]"
 }
 
 @test "stop keeps what was installed" {
@@ -446,6 +477,8 @@ setup() {
     docker | podman)
       run "$(engine_client)" volume inspect "ss-$SANDBOX-docker"
       assert_failure
+      run "$(engine_client)" volume ls --quiet --filter "label=ss.sandbox.name=$SANDBOX"
+      assert_output ""
       ;;
   esac
 }
