@@ -37,6 +37,7 @@ teardown_file() {
   # The daemon the daemon test stopped, should that test have failed before starting it again.
   ss vm setup --backend "$SS_E2E_BACKEND" >/dev/null 2>&1 || true
   ss vm delete --sandbox "$SANDBOX" --yes --force || true
+  ss vm delete --sandbox "$SANDBOX-ro" --yes --force >/dev/null 2>&1 || true
   # A daemon this file's setup started (dockerd), it stops.
   if jq -e '.started | length > 0' "$BATS_FILE_TMPDIR/setup.json" >/dev/null 2>&1; then
     ss vm setup --backend "$SS_E2E_BACKEND" --stop >&3 2>&1 || true
@@ -67,11 +68,12 @@ setup() {
 
 @test "a read-only folder stays read-only against root in the sandbox" {
   if [ "$SS_E2E_BACKEND" = podman ]; then
-    run --separate-stderr ss shell --sandbox "$SANDBOX-ro" --mount "$E2E_ROOT/ro:/data/ro:ro" -- true
+    ss config set "sandboxes.$SANDBOX-ro.backend" podman >/dev/null
+    run --separate-stderr ss shell --sandbox "$SANDBOX-ro" --ephemeral --mount "$E2E_ROOT/ro:/data/ro:ro" -- true
     assert_equal "$status" 69
     [[ "$stderr" == *"Podman cannot keep $E2E_ROOT/ro read-only against root in the sandbox"* ]]
     run ss vm list
-    refute_line --partial "$SANDBOX-ro"
+    refute_output --partial "$SANDBOX-ro"
     return
   fi
   run sandbox_ssh "$SANDBOX" 'cat /data/ro/file
