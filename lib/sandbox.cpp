@@ -245,16 +245,18 @@ Shares ConfiguredShares(const Config& config, const std::string& sandbox) {
   return shares;
 }
 
-void Sandbox::CheckShares() const {
-  if (!share_request_ || !exists() || *share_request_ == shares_) return;
-  throw Error(kExitUsage,
-              Cat("sandbox '", name_, "' was made sharing ", DescribeShares(shares_),
-                  "; this session asks for ", DescribeShares(*share_request_)),
-              {},
-              {Cat("folders are shared when a sandbox is made; to make '", name_,
-                   "' again with these: ss destroy --sandbox ", name_, ", then run this again"),
-               "or run in another sandbox: --sandbox NEW-NAME (add --ephemeral to remove it "
-               "after)"});
+void Sandbox::set_shares(Shares shares) {
+  if (exists() && shares != shares_) {
+    throw Error(kExitUsage,
+                Cat("sandbox '", name_, "' was made sharing ", DescribeShares(shares_),
+                    "; this session asks for ", DescribeShares(shares)),
+                {},
+                {Cat("folders are shared when a sandbox is made; to make '", name_,
+                     "' again with these: ss destroy --sandbox ", name_, ", then run this again"),
+                 "or run in another sandbox: --sandbox NEW-NAME (add --ephemeral to remove it "
+                 "after)"});
+  }
+  share_request_ = std::move(shares);
 }
 
 void Sandbox::Create(Progress& progress, const std::string& deploy) {
@@ -579,7 +581,6 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     }
     return conn;
   }
-  CheckShares();
   // A sandbox whose mounts config.yaml names is told when they are not what it was made with.
   if (!share_request_ && !config_.SandboxKey(name_, "mounts").empty()) {
     try {

@@ -104,14 +104,12 @@ class Sandbox {
   // The deploy folder recorded at creation; empty when the sandbox has none.
   const std::string& deploy_dir() const { return deploy_dir_; }
   // What a session asks to share (--mount, --no-mount, ss run DIR) when this call creates the
-  // sandbox, over config.yaml's. An existing sandbox that shares something else refuses it
-  // (exit 64, see CheckShares): folders are fixed at creation.
-  void set_shares(Shares shares) { share_request_ = std::move(shares); }
+  // sandbox, over config.yaml's. Folders are fixed at creation: when the sandbox exists and
+  // shares something else, throws ss::Error(64) at once (reading only the record, so the quick
+  // path of a session is refused too).
+  void set_shares(Shares shares);
   // What the sandbox was made sharing (the projects folder alone for records older than this).
   const Shares& shares() const { return shares_; }
-  // Throws ss::Error(64) when the sandbox exists and shares other folders than set_shares asked.
-  // Reads only the record: the quick path of a session calls it before connecting.
-  void CheckShares() const;
 
   SandboxState State();
   // How long start waits for SSH by default: 30 s, longer for a VM without hardware

@@ -238,7 +238,6 @@ class Session {
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
-    CheckShares();
     // The session counts from here: an ephemeral sandbox being removed by the last session
     // is waited for, then made afresh.
     if (!lease_) lease_ = sandbox().BeginSession([this] { return KeepReason(); });
@@ -427,9 +426,10 @@ class Session {
   }
 
   // A session asking for folders the existing sandbox does not share is refused before it
-  // connects (the quick path included).
+  // connects: the sandbox checks them when they are set (see sandbox()), and the quick path of
+  // Stream, which needs no sandbox otherwise, sets them first.
   void CheckShares() {
-    if (shares_) sandbox().CheckShares();
+    if (shares_) sandbox();
   }
 
   const Options& o_;
