@@ -32,6 +32,8 @@ void ChownTree(const std::string& path, uid_t uid, gid_t gid);
 
 std::string Dirname(const std::string& path);
 std::string Basename(const std::string& path);
+// realpath(3): absolute, links resolved; empty when it cannot be resolved.
+std::string RealPath(const std::string& path);
 
 // An exclusive (or shared) flock on `path`, created 0600 if missing, released on destruction.
 class FileLock {

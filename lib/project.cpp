@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -470,11 +469,6 @@ void ExcludeMetadataFromGit(int project_fd) {
 
 // ---------------------------------------------------------------------------------------------
 
-std::string RealPathOf(const std::string& path) {
-  char buf[PATH_MAX];
-  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
-}
-
 bool IsGarbageName(std::string_view name) {
   return name.rfind(kNewPrefix, 0) == 0 || name.rfind(kDelPrefix, 0) == 0;
 }
@@ -836,7 +830,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
 
   std::string from;
   if (!options.from.empty()) {
-    from = RealPathOf(options.from);
+    from = RealPath(options.from);
     if (from.empty() || !IsDirectory(from)) {
       throw Error(kExitNoInput, Cat("cannot import '", options.from,
                                     "': ", from.empty() ? std::strerror(errno) : "not a folder"));
@@ -859,7 +853,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
                 {}, {"move it away, or choose another name"});
   }
   if (!from.empty()) {
-    std::string real_base = RealPathOf(base_dir_);
+    std::string real_base = RealPath(base_dir_);
     if (real_base == from || real_base.rfind(from + "/", 0) == 0 || from == "/") {
       throw Error(kExitDataErr,
                   Cat("cannot import '", options.from, "': it contains the projects folder"));

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 
 #include "error.hpp"
+#include "fs.hpp"
 #include "paths.hpp"
 #include "strings.hpp"
 
@@ -42,8 +42,8 @@ bool Within(const std::string& inner, const std::string& outer) {
 }
 
 std::string Resolved(const std::string& path) {
-  char buf[PATH_MAX];
-  return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
+  std::string real = RealPath(path);
+  return real.empty() ? path : real;
 }
 
 }  // namespace
@@ -112,13 +112,14 @@ std::string ResolveHostFolder(const std::string& dir, const std::string& what,
     throw Error(kExitNoInput, Cat(what, " '", dir, "' is not a directory"), {},
                 {Cat("name a directory: ", origin)});
   }
-  char resolved[PATH_MAX];
-  if (!::realpath(path.c_str(), resolved)) {
+  std::string resolved = RealPath(path);
+  if (resolved.empty()) {
     throw Error(kExitNoInput, Cat("cannot use ", what, " '", dir, "': ", std::strerror(errno)), {},
                 {Cat("name another: ", origin)});
   }
   // What the sandbox must never see: ss's keys and pins, the sockets of its sessions, the
-  // user's SSH keys. A folder holding one of them is refused; a folder below it is fine.
+  // user's SSH keys. A folder holding one of them, or inside one, is refused (the filesystem's
+  // root holds them all).
   const std::pair<std::string, const char*> kept[] = {
       {Resolved(StateDir()), "ss's own keys and state"},
       {Resolved(HomeDir() + "/.ssh"), "your SSH keys"},
@@ -129,10 +130,6 @@ std::string ResolveHostFolder(const std::string& dir, const std::string& what,
                   {Cat("share a folder that does not: ", origin)});
     }
   }
-  if (std::string_view(resolved) == "/") {
-    throw Error(kExitNoPerm, Cat(what, " '", dir, "' is the whole filesystem"), {},
-                {Cat("share a folder: ", origin)});
-  }
   if (!writable) return resolved;
   // The sandbox writes there as the projects' owner: the user running ss (root too), or under
   // sudo the user who ran it. Root writes anywhere, the sandbox does not: for root, and for
@@ -142,8 +139,8 @@ std::string ResolveHostFolder(const std::string& dir, const std::string& what,
   struct stat rst;
   bool can_write =
       mine && writer != 0
-          ? ::access(resolved, W_OK | X_OK) == 0
-          : ::stat(resolved, &rst) == 0 &&
+          ? ::access(resolved.c_str(), W_OK | X_OK) == 0
+          : ::stat(resolved.c_str(), &rst) == 0 &&
                 ((rst.st_uid == writer && (rst.st_mode & S_IWUSR) && (rst.st_mode & S_IXUSR)) ||
                  ((rst.st_mode & S_IWOTH) && (rst.st_mode & S_IXOTH)));
   if (!can_write) {

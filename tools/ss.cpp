@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -81,11 +80,6 @@ bool ProjectNameLike(std::string_view name) {
 bool IsFolderWord(std::string_view word) {
   return word == "." || word == ".." || word.starts_with("./") || word.starts_with("../") ||
          word.starts_with("/");
-}
-
-std::string RealPath(const std::string& path) {
-  char buf[PATH_MAX];
-  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
 }
 
 bool IsExecutableFile(const std::string& path) {
