@@ -1110,9 +1110,7 @@ std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
                    " is not a Debian package name (lowercase letters, digits, "
                    "'+', '-' and '.')");
       }
-      if (npm && (s[0] == '-' || s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                                     "@/._~^<>=*|+-") != std::string::npos)) {
+      if (npm && !NameOf(s, "a-zA-Z0-9@/._~^<>=*|+", "a-zA-Z0-9@/._~^<>=*|+-", s.size())) {
         return Cat(Quoted(s), " is not an npm package (name, @scope/name, name@version)");
       }
       if (mounts) {
@@ -1272,35 +1270,36 @@ Json Config::SandboxValue(std::string_view sandbox, std::string_view field) cons
   return FindKeySpec(key) ? Get(key) : Json();
 }
 
+// What the map form of the sandbox's secrets (else the top level's) holds beside the names:
+// "#inject" or "#from".
+Json Config::SecretsPart(std::string_view sandbox, std::string_view part) const {
+  std::string key = SandboxKey(sandbox, "secrets");
+  auto it = values_.find(Cat(key.empty() ? std::string("secrets") : key, part));
+  return it == values_.end() ? Json::object() : it->second;
+}
+
 Json Config::SecretInjections(std::string_view sandbox) const {
-  std::string key = SandboxKey(sandbox, "secrets");
-  auto it = values_.find(Cat(key.empty() ? std::string("secrets") : key, "#inject"));
-  return it == values_.end() ? Json::object() : it->second;
+  return SecretsPart(sandbox, "#inject");
 }
 
-Json Config::SecretSources(std::string_view sandbox) const {
-  std::string key = SandboxKey(sandbox, "secrets");
-  auto it = values_.find(Cat(key.empty() ? std::string("secrets") : key, "#from"));
-  return it == values_.end() ? Json::object() : it->second;
-}
+Json Config::SecretSources(std::string_view sandbox) const { return SecretsPart(sandbox, "#from"); }
 
-std::vector<std::string> Config::ProfileNames() const {
+// The NAMEs of `section`.NAME.* set in the file, sorted.
+std::vector<std::string> Config::NamesUnder(std::string_view section) const {
   std::set<std::string> names;
   for (const auto& [key, value] : values_) {
-    if (key.rfind("profiles.", 0) == 0) names.insert(Split(key, '.')[1]);
+    if (key.starts_with(section) && key.size() > section.size() && key[section.size()] == '.') {
+      names.insert(Split(key, '.')[1]);
+    }
   }
   return {names.begin(), names.end()};
 }
+
+std::vector<std::string> Config::SandboxNames() const { return NamesUnder("sandboxes"); }
+
+std::vector<std::string> Config::ProfileNames() const { return NamesUnder("profiles"); }
 
 void Config::Override(const std::string& key, Json value) { values_[key] = std::move(value); }
-
-std::vector<std::string> Config::SandboxNames() const {
-  std::set<std::string> names;
-  for (const auto& [key, value] : values_) {
-    if (key.rfind("sandboxes.", 0) == 0) names.insert(Split(key, '.')[1]);
-  }
-  return {names.begin(), names.end()};
-}
 
 bool Config::UpdatesEnabled() const {
   const char* env = std::getenv("SS_NO_UPDATE");

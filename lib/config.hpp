@@ -102,6 +102,9 @@ class Config {
   std::vector<std::pair<std::string, Json>> Entries(bool include_defaults) const;
 
  private:
+  std::vector<std::string> NamesUnder(std::string_view section) const;
+  Json SecretsPart(std::string_view sandbox, std::string_view part) const;
+
   std::string path_;
   bool exists_ = false;
   std::map<std::string, Json> values_;

@@ -176,12 +176,17 @@ int Profiles(const Config& config, bool json) {
   doc["profiles"] = Json::array();
   for (const auto& name : config.ProfileNames()) {
     auto value = [&](const char* field) { return config.SandboxValue(name, field); };
+    // Lists with no top-level default are null when the profile leaves them out.
+    auto list = [&](const char* field) {
+      Json v = value(field);
+      return v.is_null() ? Json::array() : v;
+    };
     Json p = {{"name", name},
               {"description", config.Get(Cat("profiles.", name, ".description"))},
               {"backend", value("backend")},
-              {"ephemeral", value("ephemeral").is_boolean() && value("ephemeral").get<bool>()},
-              {"mounts", value("mounts").is_null() ? Json::array() : value("mounts")},
-              {"env", value("env").is_null() ? Json::array() : value("env")},
+              {"ephemeral", value("ephemeral") == true},
+              {"mounts", list("mounts")},
+              {"env", list("env")},
               {"secrets", value("secrets")},
               {"network_mode", value("network.mode")},
               {"agent_command", value("agent.command")},

@@ -410,7 +410,7 @@ int Reset(const Options& o, const Config& config) {
 
 int Delete(const Options& o, const Config& config) {
   bool clean = o.words[0] == "clean";
-  if (clean && !PathExists(Cat(SandboxesDir(), "/", o.sandbox, "/sandbox.json"))) {
+  if (clean && std::ranges::count(KnownSandboxes(), o.sandbox) == 0) {
     std::cout << "Profile '" << o.profile << "' has no sandbox yet; nothing to clean.\n";
     return 0;
   }
