@@ -54,6 +54,19 @@ done
 echo "$p is shared from the host; $n working-copy source(s) mounted read-only"
 )sh";
 
+// $1: seconds. The daemon starts on first use (socket activation), which takes a minute on a
+// slow machine: a starting daemon gets that long; one that still does not answer is named so.
+constexpr const char* kDocker =
+    R"sh(out=$(timeout "$1" docker version --format 'docker {{.Server.Version}} answers' 2>&1)
+rc=$?
+if [ "$rc" -eq 124 ]; then
+  echo "the Docker daemon did not answer within $1 s (docker.service: $(systemctl is-active docker 2>/dev/null || echo unknown))"
+  exit 1
+fi
+echo "$out"
+exit "$rc"
+)sh";
+
 std::string FirstLine(const std::string& text) {
   auto lines = SplitLines(std::string(Trim(text)));
   return lines.empty() ? "" : lines.front();
@@ -295,10 +308,8 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
       Remote(*conn, "network", {"curl", "-sS", "-o", "/dev/null", "-m", "10", "-I", kNetworkUrl},
              Cat(kNetworkUrl, " answers (the agent's API)"),
              "if the policy refuses it: ss net allow api.anthropic.com; see: ss net log"));
-  checks.push_back(Remote(
-      *conn, "docker",
-      {"timeout", "30", "docker", "version", "--format", "docker {{.Server.Version}} answers"}, "",
-      "start it: ss exec sudo systemctl start docker"));
+  checks.push_back(Remote(*conn, "docker", {"sh", "-c", kDocker, "ss-health", "120"}, "",
+                          "start it: ss exec sudo systemctl start docker"));
   checks.push_back(Remote(*conn, "claude", {"claude", "--version"}, "",
                           "reinstall it: npm install -g @anthropic-ai/claude-code"));
   checks.push_back(Remote(*conn, "project directory",
