@@ -8,6 +8,7 @@
 // message shape and an exit status. Nothing else in ss calls exit().
 #pragma once
 
+#include <boost/program_options/variables_map.hpp>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -22,8 +23,30 @@ namespace ss {
 using Args = std::vector<std::string>;  // argv without argv[0]
 
 // Parses `args` against `desc`, every word that is not an option going to the option "words"
-// (which `desc` declares), and stores the values into their variables.
-void ParseWithWords(const Args& args, const boost::program_options::options_description& desc);
+// (which `desc` declares), and stores the values into their variables. Returns what was given.
+boost::program_options::variables_map ParseWithWords(
+    const Args& args, const boost::program_options::options_description& desc);
+
+// The commands that take an option (its long name). An option no entry names goes with every
+// command.
+struct OptionUse {
+  std::string option;
+  std::vector<std::string> commands;
+};
+
+// Exit 64 when an option given on the command line (`given`, defaults aside) is not one of
+// `command`'s, naming the commands that take it:
+//   --json is not an option of 'diff'
+//   hint: --json goes with ss sync; see 'ss-sync --help'
+// `prefix` is how a command is written ("ss ", "ss vm "), `help` where to read more.
+void CheckOptionUse(const boost::program_options::variables_map& given, const std::string& command,
+                    const std::vector<OptionUse>& uses, std::string_view prefix,
+                    std::string_view help);
+
+// The options `command` takes, as "--NAME" lines for completion: `common` and those of `uses`
+// whose commands include it.
+std::vector<std::string> OptionsOf(const std::string& command, const std::vector<OptionUse>& uses,
+                                   const std::vector<std::string>& common);
 
 int RunTool(std::string_view name, int argc, char** argv,
             const std::function<int(const Args&)>& body);

@@ -104,6 +104,33 @@ struct Options {
   bool help = false;
 };
 
+// The options of some commands only; the rest (--sandbox, --profile, --help) go with every one.
+// A command of `ss vm image` is written "image build".
+const std::vector<OptionUse>& OptionUses() {
+  static const std::vector<OptionUse> uses = {
+      {"backend",
+       {"start", "stop", "restart", "status", "reset", "delete", "clean", "provision", "setup"}},
+      {"timeout", {"start", "stop", "restart", "reset", "provision"}},
+      {"fish", {"start", "reset"}},
+      {"deploy", {"start", "reset"}},
+      {"release", {"image build"}},
+      {"mirror", {"image build"}},
+      {"force", {"reset", "delete", "clean", "image build"}},
+      {"stop", {"setup"}},
+      {"json",
+       {"status", "list", "ls", "backends", "image build", "image ls", "image list", "setup",
+        "health-check", "doctor"}},
+      {"yes", {"reset", "delete", "clean", "image rm"}}};
+  return uses;
+}
+
+// The command the words name, as OptionUses writes it.
+std::string CommandOf(const std::vector<std::string>& words) {
+  if (words.empty()) return "";
+  if (words[0] == "image" && words.size() > 1) return Cat("image ", words[1]);
+  return words[0];
+}
+
 Options ParseArgs(const Args& args) {
   Options o;
   po::options_description desc;
@@ -114,7 +141,7 @@ Options ParseArgs(const Args& args) {
       "deploy", po::value(&o.deploy))("stop", po::bool_switch(&o.stop))(
       "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
       "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
-  ParseWithWords(args, desc);
+  po::variables_map given = ParseWithWords(args, desc);
   if (!o.deploy.empty() && !o.words.empty() && o.words[0] != "start" && o.words[0] != "reset") {
     throw Error(kExitUsage, Cat("--deploy goes with start and reset, not ", o.words[0]), {},
                 {"the deploy folder is chosen when a sandbox is created"});
@@ -122,6 +149,7 @@ Options ParseArgs(const Args& args) {
   if (o.timeout == 0 || o.timeout < -1) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
   }
+  CheckOptionUse(given, CommandOf(o.words), OptionUses(), "ss vm ", "ss vm --help");
   return o;
 }
 
@@ -734,11 +762,10 @@ int Complete(const Args& words) {
   } else if (words[0] == "image" && words.size() == 3 && words[1] == "rm") {
     for (const auto& i : ListImages()) std::cout << i.id << "\n";
   } else {
-    for (const char* f :
-         {"--sandbox", "--profile", "--backend", "--timeout", "--json", "--yes", "--help"}) {
+    std::vector<std::string> command(words.begin(), words.end() - 1);
+    for (const auto& f :
+         OptionsOf(CommandOf(command), OptionUses(), {"sandbox", "profile", "help"}))
       std::cout << f << "\n";
-    }
-    if (words[0] == "start" || words[0] == "reset") std::cout << "--fish\n--deploy\n";
   }
   return 0;
 }

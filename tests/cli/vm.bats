@@ -36,6 +36,25 @@ hint: see 'ss vm --help'"
 hint: use build, ls or rm; see 'ss vm --help'"
 }
 
+@test "an option of another vm command is exit 64, naming the commands it goes with" {
+  run --separate-stderr ss vm list --release trixie --mirror x --force
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: --release is not an option of 'list'
+hint: --release goes with ss vm image build; see 'ss vm --help'"
+  run --separate-stderr ss vm stop --fish
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: --fish is not an option of 'stop'
+hint: --fish goes with ss vm start and ss vm reset; see 'ss vm --help'"
+  for bad in "image ls --yes" "doctor --backend lxd" "backends --force" "image rm x --json" \
+    "health-check --timeout 5" "setup --yes" "provision --json" "status --stop"; do
+    run --separate-stderr ss vm $bad
+    assert_equal "$status" 64
+    [[ "$stderr" == "ss-vm: error: --"*" is not an option of '"* ]]
+  done
+  # Nothing was made.
+  assert_not_exists "$SS_HOME/.ss/sandboxes"
+}
+
 @test "invalid sandbox names and timeouts" {
   run --separate-stderr ss vm start --sandbox Bad_Name
   assert_equal "$status" 65
