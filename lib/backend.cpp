@@ -7,10 +7,24 @@
 #include "backend_qemu.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "json_out.hpp"
 #include "paths.hpp"
 #include "strings.hpp"
 
 namespace ss {
+
+Json MountToJson(const Mount& m) {
+  return {{"name", m.name},
+          {"source", m.source},
+          {"target", m.target},
+          {"read_only", m.read_only},
+          {"locked", m.locked}};
+}
+
+Mount MountFromJson(const Json& j) {
+  return {j.value("name", ""), j.value("source", ""), j.value("target", ""),
+          j.value("read_only", false), j.value("locked", true)};
+}
 
 std::string StateName(SandboxState state) {
   switch (state) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "egress.hpp"
 
 namespace ss {
@@ -38,8 +40,17 @@ struct Mount {
   std::string source;  // host path
   std::string target;  // path in the sandbox
   bool read_only = false;
+  // Read-only against root in the sandbox too. LXD and QEMU shares always are; a Docker sandbox's
+  // is then a volume of its own that shows the folder as it was when the sandbox started, and
+  // Podman cannot make one. Unlocked, it is a read-only bind there: the folder live, read-only
+  // to the agent, but root in the sandbox could remount it (a copy-mode folder's source, like a
+  // copy-mode project's).
+  bool locked = true;
   bool operator==(const Mount&) const = default;
 };
+// A mount as records keep it ({name, source, target, read_only, locked}), and back.
+nlohmann::ordered_json MountToJson(const Mount& m);
+Mount MountFromJson(const nlohmann::ordered_json& j);
 
 // Everything a backend needs to create a sandbox. Provisioning data (cloud-init) is rendered by
 // the caller; the backend only delivers it to the machine.

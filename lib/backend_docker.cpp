@@ -124,6 +124,9 @@ std::string ContainerViewsDir(const std::string& engine, const std::string& name
 
 bool ContainerNeedsViews(const SandboxSpec& spec) { return spec.host_uid != kSandboxUserId; }
 
+// A folder read-only against root in the sandbox: an overlay volume of its own (see Mount).
+bool LockedReadOnly(const Mount& m) { return m.read_only && m.locked; }
+
 std::string ReadOnlyVolume(const std::string& name, const Mount& m) {
   return Cat("ss-", name, "-", m.name);
 }
@@ -134,10 +137,7 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
   Json recorded = {{"image", spec.image_id},
                    {"owner", {spec.host_uid, spec.host_gid}},
                    {"mounts", Json::array()}};
-  for (const auto& m : spec.mounts) {
-    recorded["mounts"].push_back(
-        {{"name", m.name}, {"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
-  }
+  for (const auto& m : spec.mounts) recorded["mounts"].push_back(MountToJson(m));
   std::vector<std::string> a{"create",
                              "--name",
                              spec.name,
@@ -169,7 +169,7 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
                      "--stop-signal", "SIGRTMIN+3", "--env", Cat("container=", engine)});
   bool views = ContainerNeedsViews(spec);
   for (const auto& m : spec.mounts) {
-    if (m.read_only) {
+    if (LockedReadOnly(m)) {
       a.insert(a.end(), {"--mount", Cat("type=volume,source=", ReadOnlyVolume(spec.name, m), ",",
                                         MountField("target", m.target), ",readonly")});
       continue;
@@ -342,8 +342,7 @@ SandboxSpec RecordedSpec(const std::string& name, const Json& container) {
   spec.host_uid = owner[0].get<uid_t>();
   spec.host_gid = owner[1].get<gid_t>();
   for (const auto& m : recorded.value("mounts", Json::array())) {
-    spec.mounts.push_back({m.value("name", ""), m.value("source", ""), m.value("target", ""),
-                           m.value("read_only", false)});
+    spec.mounts.push_back(MountFromJson(m));
   }
   return spec;
 }
@@ -352,7 +351,7 @@ SandboxSpec RecordedSpec(const std::string& name, const Json& container) {
 
 void ContainerBackend::EnsureViews(const SandboxSpec& spec) {
   for (const auto& m : spec.mounts) {
-    if (!m.read_only) continue;
+    if (!LockedReadOnly(m)) continue;
     if (engine_.name != "docker") {
       throw Error(
           kExitUnavailable,
@@ -376,7 +375,7 @@ void ContainerBackend::EnsureViews(const SandboxSpec& spec) {
   }
   if (!ContainerNeedsViews(spec)) return;
   for (const auto& m : spec.mounts) {
-    if (m.read_only) continue;
+    if (LockedReadOnly(m)) continue;
     EnsureView(m.source, Cat(ContainerViewsDir(engine_.name, spec.name), "/", m.name),
                {spec.host_uid, spec.host_gid}, {kSandboxUserId, kSandboxUserId});
   }

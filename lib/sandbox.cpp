@@ -122,8 +122,7 @@ Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
       if (rec.contains("shares") && rec["shares"].is_object()) {
         shares_.projects = rec["shares"].value("projects", true);
         for (const auto& m : rec["shares"].value("mounts", Json::array())) {
-          shares_.mounts.push_back({m.value("name", ""), m.value("source", ""),
-                                    m.value("target", ""), m.value("read_only", false)});
+          shares_.mounts.push_back(MountFromJson(m));
         }
       }
     } catch (const Json::exception&) {
@@ -198,10 +197,7 @@ void Sandbox::WriteRecord(const std::string& image_id, bool complete) {
   rec["complete"] = complete;
   rec["deploy"] = deploy_dir_.empty() ? Json() : Json(deploy_dir_);
   rec["shares"] = {{"projects", shares_.projects}, {"mounts", Json::array()}};
-  for (const auto& m : shares_.mounts) {
-    rec["shares"]["mounts"].push_back(
-        {{"name", m.name}, {"source", m.source}, {"target", m.target}, {"read_only", m.read_only}});
-  }
+  for (const auto& m : shares_.mounts) rec["shares"]["mounts"].push_back(MountToJson(m));
   AtomicWrite(Dir() + "/sandbox.json", DumpJson(rec, 2) + "\n", 0644);
   record_complete_ = complete;
 }
@@ -223,7 +219,8 @@ std::string DescribeShares(const Shares& shares) {
   std::vector<std::string> parts;
   if (shares.projects) parts.emplace_back("the projects folder");
   for (const auto& m : shares.mounts) {
-    parts.push_back(Cat(m.source, " at ", m.target, m.read_only ? " (read-only)" : ""));
+    parts.push_back(Cat(m.source, " at ", m.target,
+                        !m.read_only ? "" : m.locked ? " (read-only)" : " (read-only, live)"));
   }
   return parts.empty() ? "no host folder" : Join(parts, ", ");
 }
