@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -117,8 +118,10 @@ void BaseRecord::ForgetSandbox(const std::string& sandbox) {
   if (PathExists(dir)) RemoveTree(dir);
 }
 
-void BaseRecord::ForgetProject(const std::string& project) {
+void BaseRecord::ForgetProject(const std::string& project,
+                               const std::vector<std::string>& except) {
   for (const auto& sandbox : ListDir(BasesDir())) {
+    if (std::find(except.begin(), except.end(), sandbox) != except.end()) continue;
     std::string path = PathOf(sandbox, project);
     if (PathExists(path)) ::unlink(path.c_str());
   }

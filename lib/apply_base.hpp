@@ -58,9 +58,10 @@ class BaseRecord {
   // The record of `project` in `sandbox`; not recorded() when there is none or it is unreadable.
   static BaseRecord Load(const std::string& sandbox, const std::string& project);
   static std::string PathOf(const std::string& sandbox, const std::string& project);
-  // Forgets every record of `sandbox` (all projects), or of `project` in every sandbox.
+  // Forgets every record of `sandbox` (all projects), or of `project` in every sandbox but
+  // `except` (folders' own sandboxes, whose copy of the same name is a folder's).
   static void ForgetSandbox(const std::string& sandbox);
-  static void ForgetProject(const std::string& project);
+  static void ForgetProject(const std::string& project, const std::vector<std::string>& except);
 
   bool recorded() const { return recorded_; }
   const std::string& token() const { return token_; }

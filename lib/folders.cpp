@@ -24,29 +24,77 @@ Json ReadFolders() {
   return doc["folders"];
 }
 
+// The record of `path`, when it is a whole one.
+std::optional<Folder> FromJson(const std::string& path, const Json& j) {
+  if (!j.is_object()) return std::nullopt;
+  Folder f;
+  f.path = path;
+  f.name = j.value("name", "");
+  f.sandbox = j.value("sandbox", "");
+  f.copy = j.value("mode", "shared") == "copy";
+  if (f.name.empty() || f.sandbox.empty()) return std::nullopt;
+  return f;
+}
+
 }  // namespace
 
 std::string Folder::Target() const { return Cat(kWorkspaceRoot, "/", name); }
 
+bool IsFolderWord(std::string_view word) {
+  return word == "." || word == ".." || word.starts_with("./") || word.starts_with("../") ||
+         word.starts_with("/");
+}
+
 Folder OpenFolder(const std::string& dir) {
-  Folder f;
-  f.path = ResolveHostFolder(dir, "folder", "ss run DIR", true);
+  std::string path = ResolveHostFolder(dir, "folder", "ss run DIR", true);
   Json folders = ReadFolders();
-  if (folders.contains(f.path) && folders[f.path].is_object()) {
-    f.name = folders[f.path].value("name", "");
-    f.sandbox = folders[f.path].value("sandbox", "");
-    if (!f.name.empty() && !f.sandbox.empty()) return f;
+  if (folders.contains(path)) {
+    if (auto f = FromJson(path, folders[path])) return *f;
   }
+  Folder f;
+  f.path = path;
   f.name = FolderShareName(f.path);
   f.sandbox = Cat(f.name, "-", Sha256Hex(f.path).substr(0, 4));
+  RecordFolder(f);
+  return f;
+}
+
+void RecordFolder(const Folder& f) {
   MakeDirs(StateDir(), 0700);
   FileLock lock(FoldersFile() + ".lock");
-  folders = ReadFolders();
-  folders[f.path] = {{"name", f.name}, {"sandbox", f.sandbox}};
+  Json folders = ReadFolders();
+  folders[f.path] = {
+      {"name", f.name}, {"sandbox", f.sandbox}, {"mode", f.copy ? "copy" : "shared"}};
   Json doc = JsonDocument("Folders");
   doc["folders"] = folders;
   AtomicWrite(FoldersFile(), DumpJson(doc, 2) + "\n", 0600);
-  return f;
+}
+
+std::vector<Folder> RecordedFolders() {
+  std::vector<Folder> out;
+  const Json folders = ReadFolders();
+  for (const auto& [path, j] : folders.items()) {
+    if (auto f = FromJson(path, j)) out.push_back(*f);
+  }
+  return out;
+}
+
+std::optional<Folder> FolderOfSandbox(const std::string& sandbox) {
+  for (auto& f : RecordedFolders()) {
+    if (f.sandbox == sandbox) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<Folder> FolderAt(const std::string& dir) {
+  std::string real = RealPath(dir);
+  if (real.empty()) return std::nullopt;
+  std::optional<Folder> best;
+  for (auto& f : RecordedFolders()) {
+    bool within = real == f.path || real.rfind(f.path == "/" ? f.path : f.path + "/", 0) == 0;
+    if (within && (!best || f.path.size() > best->path.size())) best = f;
+  }
+  return best;
 }
 
 }  // namespace ss

@@ -1,14 +1,20 @@
-// Folders opened with `ss run DIR` (`ss .`): any folder of the host, shared read-write at
-// /workspace/NAME with a sandbox of its own, so that no other folder or project is visible to
-// the agent working there. The folder is remembered with its sandbox:
+// Folders opened with `ss run DIR` (`ss .`): any folder of the host, with a sandbox of its own,
+// so that no other folder or project is visible to the agent working there. The agent works at
+// /workspace/NAME: the folder itself, shared read-write, or in copy mode (`ss run DIR --copy`)
+// a working copy on the sandbox's disk, the folder shared read-only beside it and changes
+// brought back by `ss apply` (working_copy.hpp). The folder is remembered with its sandbox:
 //
 //   $SS_HOME/.ss/folders.json   {"folders": {"/abs/path": {"name": "my-app",
-//                                                          "sandbox": "my-app-3f2a"}}}
+//                                                          "sandbox": "my-app-3f2a",
+//                                                          "mode": "shared" | "copy"}}}
 //
 // so the next `ss .` there goes straight to the running sandbox, as `ss PROJECT` does.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ss {
 
@@ -16,11 +22,25 @@ struct Folder {
   std::string path;            // absolute, links resolved
   std::string name;            // in the sandbox: /workspace/NAME
   std::string sandbox;         // its own sandbox: NAME-XXXX (four hex digits of the path's digest)
+  bool copy = false;           // copy mode
   std::string Target() const;  // /workspace/NAME
 };
 
+// What names a folder rather than a project or a command: ".", "..", "./x", "../x", "/x".
+bool IsFolderWord(std::string_view word);
+
 // The folder `dir`, resolved and checked as a shared folder is (shares.hpp), recorded on first
-// use. Throws ss::Error 66 (missing, not a directory), 77 (not writable, holds ss's state).
+// use (read-write). Throws ss::Error 66 (missing, not a directory), 77 (not writable, holds ss's
+// state).
 Folder OpenFolder(const std::string& dir);
+// Records `folder` as it is now (its mode changed).
+void RecordFolder(const Folder& folder);
+
+// Every recorded folder.
+std::vector<Folder> RecordedFolders();
+// The folder whose own sandbox `sandbox` is: such a sandbox shares that folder and nothing else.
+std::optional<Folder> FolderOfSandbox(const std::string& sandbox);
+// The recorded folder that is `dir` or holds it (the deepest), without recording anything.
+std::optional<Folder> FolderAt(const std::string& dir);
 
 }  // namespace ss

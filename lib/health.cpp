@@ -35,10 +35,16 @@ if [ ! -w "$1" ] || [ ! -x "$1" ] || [ ! -r "$1" ]; then echo "$1 is not writabl
 echo "$1 is writable"
 )sh";
 
-// $1: the projects folder; the rest: projects in working-copy mode. The shared folder is a
-// mount, and each copy made so far has its read-only source mounted.
-constexpr const char* kSourceMount = R"sh(p=$1; shift
-if ! findmnt -rn --mountpoint "$p" >/dev/null; then echo "$p is not mounted from the host"; exit 1; fi
+// The places of the folders the sandbox shares (the projects folder first, when it is one), "--",
+// then the names of working copies. Each shared folder is a mount, and each copy made so far has
+// its read-only source mounted.
+constexpr const char* kSourceMount = R"sh(shared=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  if ! findmnt -rn --mountpoint "$1" >/dev/null; then echo "$1 is not mounted from the host"; exit 1; fi
+  shared=${shared:+$shared, }$1
+  shift
+done
+shift
 n=0
 for name; do
   [ -d "$HOME/.ss/copies/$name" ] || continue
@@ -51,7 +57,7 @@ for name; do
   if ! ls "$s" >/dev/null 2>&1; then echo "$s cannot be read"; exit 1; fi
   n=$((n + 1))
 done
-echo "$p is shared from the host; $n working-copy source(s) mounted read-only"
+echo "${shared:-no folder} shared from the host; $n working-copy source(s) mounted read-only"
 )sh";
 
 // $1: seconds. The daemon starts on first use (socket activation), which takes a minute on a
@@ -144,14 +150,6 @@ CheckResult BrowserThroughTunnel(SshConnection& conn, int port) {
   } catch (const Error& e) {
     return Failed(name, e.what());
   }
-}
-
-std::vector<std::string> CopyModeProjects(const Config& config) {
-  std::vector<std::string> out;
-  for (const auto& name : ProjectStore().Names()) {
-    if (IsCopyMode(config, name)) out.push_back(name);
-  }
-  return out;
 }
 
 std::string Virtualization() {
@@ -315,9 +313,11 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
   checks.push_back(Remote(*conn, "project directory",
                           {"sh", "-c", kProjectDir, "ss-health", "/home/sandbox/projects"}, "",
                           "check the sandbox's projects folder: ss exec ls -ld projects"));
-  std::vector<std::string> source = {"sh", "-c", kSourceMount, "ss-health",
-                                     "/home/sandbox/projects"};
-  for (const auto& p : CopyModeProjects(config)) source.push_back(p);
+  std::vector<std::string> source = {"sh", "-c", kSourceMount, "ss-health"};
+  if (sandbox.shares().projects) source.push_back(kProjectsTarget);
+  for (const auto& m : sandbox.shares().mounts) source.push_back(m.target);
+  source.push_back("--");
+  for (const auto& c : CopySourcesIn(config, sandbox.name())) source.push_back(c.name);
   checks.push_back(
       Remote(*conn, "source mount", source, "",
              Cat("restart the sandbox (ss stop; ss start), or recreate it: ss reset")));

@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "folders.hpp"
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -21,17 +22,6 @@
 
 namespace ss {
 namespace {
-
-std::vector<std::string> CopyModeProjects(const Config& config) {
-  std::vector<std::string> out;
-  for (const auto& [key, value] : config.Entries(false)) {
-    auto parts = Split(key, '.');
-    if (parts.size() == 3 && parts[0] == "projects" && parts[2] == "mode" && value == "copy") {
-      out.push_back(parts[1]);
-    }
-  }
-  return out;
-}
 
 std::string UtcStamp() {
   std::time_t now = std::time(nullptr);
@@ -47,12 +37,12 @@ std::string UtcStamp() {
 std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config,
                                          const std::string& sandbox) {
   std::vector<UnappliedWork> out;
-  for (const auto& project : CopyModeProjects(config)) {
+  for (const auto& source : CopySourcesIn(config, sandbox)) {
     // A copy exists once its store does; its layout is put back (mounts go with a restart).
-    if (conn.Exec({"test", "-d", CopyStore(project)}).status != 0) continue;
-    PrepareWorkingCopy(conn, config, project, sandbox);
-    size_t n = UnappliedChanges(conn, config, project).size();
-    if (n > 0) out.push_back({project, n});
+    if (conn.Exec({"test", "-d", CopyStore(source.name)}).status != 0) continue;
+    PrepareWorkingCopy(conn, config, source, sandbox);
+    size_t n = UnappliedChanges(conn, config, source.name).size();
+    if (n > 0) out.push_back({source.name, n, source.word});
   }
   return out;
 }
@@ -102,7 +92,7 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
 
 UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, const Config& config,
                                bool force, std::string_view action) {
-  if (CopyModeProjects(config).empty()) return;
+  if (!AnyCopySources(config)) return;
   Sandbox& sandbox = get_sandbox();
   sandbox_ = sandbox.name();
   if (!sandbox.exists()) return;
@@ -127,7 +117,7 @@ UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, con
   std::vector<std::string> details, hints;
   for (const auto& w : work_) {
     details.push_back(Cat("  ", w.project, ": ", w.files, w.files == 1 ? " file" : " files"));
-    hints.push_back(Cat("bring them to the host: ss apply ", w.project));
+    hints.push_back(Cat("bring them to the host: ss apply ", w.word));
   }
   hints.push_back(Cat("or save them on the host first and go on: ss ",
                       action == "restore" ? "restore NAME" : Cat("vm ", action), " --force"));
@@ -140,14 +130,18 @@ UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, con
 
 UnappliedGuard::~UnappliedGuard() = default;
 
-std::string UnappliedGuard::ProjectsLine() const {
-  std::string projects = Cat("Projects in ", DisplayPath(ProjectsDir()), "/");
-  if (work_.empty()) return Cat(projects, " are NOT affected.");
+std::string UnappliedGuard::ProjectsLine(const std::string& sandbox) const {
+  // A folder's own sandbox shares that folder only.
+  auto folder = FolderOfSandbox(sandbox);
+  std::string projects = folder ? Cat("The folder ", DisplayPath(folder->path))
+                                : Cat("Projects in ", DisplayPath(ProjectsDir()), "/");
+  std::string are = folder ? " is NOT affected." : " are NOT affected.";
+  if (work_.empty()) return Cat(projects, are);
   std::vector<std::string> names;
   for (const auto& w : work_) names.push_back(Cat("'", w.project, "'"));
   return Cat("Changes not yet applied in the working ", names.size() == 1 ? "copy" : "copies",
              " of ", Join(names, ", "), " are saved to ", DisplayPath(SsHome()),
-             "/rescued/ first.\n", projects, " are NOT affected.");
+             "/rescued/ first.\n", projects, are);
 }
 
 std::vector<std::string> UnappliedGuard::Save() {
@@ -197,13 +191,14 @@ std::vector<WorkingCopyFound> FindWorkingCopies(const Config& config, const std:
   std::vector<WorkingCopyFound> out;
   std::vector<std::string> details;
   for (const auto& name : KnownSandboxes()) {
+    if (FolderOfSandbox(name)) continue;  // a folder's own: no project's copy lives there
     WorkingCopyFound f;
     f.sandbox = name;
     Sandbox sandbox(name, config);
     f.conn = sandbox.TryConnect();
     if (f.conn) {
       if (f.conn->Exec({"test", "-d", CopyStore(project)}).status != 0) continue;
-      PrepareWorkingCopy(*f.conn, config, project, name);
+      PrepareWorkingCopy(*f.conn, config, ProjectCopy(project), name);
       f.unapplied = UnappliedChanges(*f.conn, config, project).size();
       if (f.unapplied > 0) {
         details.push_back(

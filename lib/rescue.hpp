@@ -21,12 +21,14 @@ class Sandbox;
 class SshConnection;
 
 struct UnappliedWork {
-  std::string project;
-  size_t files = 0;  // created, changed or deleted in the copy since its base
+  std::string project;  // the copy's name (working_copy.hpp's CopySource)
+  size_t files = 0;     // created, changed or deleted in the copy since its base
+  std::string word;     // how commands name it: the project, or the folder's path
 };
 
-// Copy-mode projects whose working copy in `sandbox` has changes of its own since its base (see
-// UnappliedChanges in sync.hpp): what the user changed on the host meanwhile does not count.
+// Working copies in `sandbox` (of copy-mode projects, or of its copy-mode folder) with changes of
+// their own since their base (see UnappliedChanges in sync.hpp): what the user changed on the
+// host meanwhile does not count.
 std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config,
                                          const std::string& sandbox);
 
@@ -63,14 +65,14 @@ bool RemoveStaleCopy(SshConnection& conn, const Config& config, const std::strin
 
 class UnappliedGuard {
  public:
-  // `sandbox` is asked for only when copy-mode projects exist.
+  // `sandbox` is asked for only when copy-mode projects or folders exist.
   UnappliedGuard(const std::function<Sandbox&()>& sandbox, const Config& config, bool force,
                  std::string_view action);
   UnappliedGuard(const UnappliedGuard&) = delete;
   ~UnappliedGuard();
-  // What becomes of the projects, for the question: "Projects in ~/… are NOT affected.", or
-  // which working copies are saved to the host first.
-  std::string ProjectsLine() const;
+  // What becomes of the projects (of the folder, for a folder's own sandbox), for the question:
+  // "Projects in ~/… are NOT affected.", and which working copies are saved to the host first.
+  std::string ProjectsLine(const std::string& sandbox) const;
   // Saves each copy; returns a line per archive ("Saved the working copy of 'app' first: …").
   std::vector<std::string> Save();
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "agent_config.hpp"
+#include "apply_base.hpp"
 #include "backend_qemu.hpp"
 #include "deploy.hpp"
 #include "egress.hpp"
@@ -30,12 +31,6 @@ namespace {
 constexpr const char* kProxyEnvironmentComment = "# the sandbox's proxy (ss-net on the host):";
 }  // namespace
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
-
-namespace {
-
-constexpr const char* kProjectsTarget = "/home/sandbox/projects";
-
-}  // namespace
 
 Error VmFailedToStart(const std::string& backend, const std::string& why) {
   std::vector<std::string> details;
@@ -679,6 +674,7 @@ void Sandbox::Delete() {
   EndShareMaster(name_);
   if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
   RemoveEgress(name_);
+  BaseRecord::ForgetSandbox(name_);  // its working copies' bases went with its disk
   RemoveTree(Dir());
 }
 
@@ -731,6 +727,7 @@ std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::s
     // Its ss-net and fence go with it (the new machine gets its own before it boots); its
     // network policy's changes are the user's and stay.
     RemoveEgress(name_);
+    BaseRecord::ForgetSandbox(name_);
     auto changes = ReadFileIfExists(NetChangesPath(name_));
     RemoveTree(Dir());
     if (changes) {

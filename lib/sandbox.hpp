@@ -50,9 +50,12 @@ struct GuestFacts {
 
 class Sandbox;
 
+// Where the projects folder is shared in a sandbox.
+inline constexpr const char* kProjectsTarget = "/home/sandbox/projects";
+
 // The host folders a sandbox shares, fixed when it is made and recorded with it (shares.hpp):
 // the projects folder unless --no-mount, and more: a profile's mounts, --mount's, the folder of
-// `ss run DIR` at /workspace/NAME.
+// `ss run DIR` at /workspace/NAME (read-only at ~/project-src/NAME in copy mode).
 struct Shares {
   bool projects = true;
   std::vector<Mount> mounts;

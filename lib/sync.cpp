@@ -204,9 +204,10 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
 }
 
 SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
-                           const std::string& project, const SyncOptions& options) {
+                           const CopySource& source, const SyncOptions& options) {
+  const std::string& project = source.name;
   SyncReport report;
-  report.created = PrepareWorkingCopy(conn, config, project, sandbox.name());
+  report.created = PrepareWorkingCopy(conn, config, source, sandbox.name());
   std::string src = SourceDir(project), copy = CopyDir(project), stamp = SyncStamp(project);
 
   // The plan first; the copy's own changes are looked at only where the plan would replace them.
@@ -230,10 +231,10 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
         Cat("sync would delete or overwrite ", Plural(report.at_risk.size(), "file", "files"),
             " changed in the working copy of '", project, "'"),
         details,
-        {Cat("see the changes: ss diff ", project),
-         Cat("keep them: ss apply ", project,
-             " (brings what only the sandbox changed to the host project)"),
-         Cat("replace them anyway, saved first: ss sync ", project, " --force")});
+        {Cat("see the changes: ss diff ", source.word),
+         Cat("keep them: ss apply ", source.word, " (brings what only the sandbox changed to the ",
+             source.folder() ? "folder)" : "host project)"),
+         Cat("replace them anyway, saved first: ss sync ", source.word, " --force")});
   }
   if (!report.at_risk.empty()) {
     // Saved on the host before anything is replaced: exactly those files.
@@ -241,7 +242,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
     for (const auto& f : report.at_risk) paths.push_back(Cat(project, "/", f));
     report.saved_to = RescueToHost(conn, sandbox.name(), Cat(project, "-sync"), paths);
   }
-  std::string host_dir = ProjectStore().ProjectPath(project);
+  const std::string& host_dir = source.host_dir;
   BaseRecord record = CurrentBase(conn, sandbox.name(), project);
   bool base_dir = record.recorded() && conn.Exec({"test", "-d", BaseDir(project)}).status == 0;
   struct timespec since = CopyStarts();
@@ -358,8 +359,9 @@ size_t ApplyPlan::Count(Action a) const {
                                            [a](const PlannedChange& c) { return c.action == a; }));
 }
 
-ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::string& project,
-                    const std::string& host_dir, const std::string& source) {
+ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopySource& copy,
+                    const std::string& source) {
+  const std::string &project = copy.name, &host_dir = copy.host_dir;
   ApplyPlan plan;
   Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root.ok()) throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": no such directory"));
@@ -397,7 +399,7 @@ ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::
                            : Cat("cannot read the changed files of '", project,
                                  "' (tar exited with status ", plan.archive->status(), ")"),
                   {},
-                  {changing       ? Cat("nothing was applied; run ss apply ", project, " again")
+                  {changing       ? Cat("nothing was applied; run ss apply ", copy.word, " again")
                    : said.empty() ? "see the sandbox's logs"
                                   : said});
     }

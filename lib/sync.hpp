@@ -18,6 +18,7 @@
 #include "apply_base.hpp"
 #include "crossing.hpp"
 #include "transfer.hpp"
+#include "working_copy.hpp"
 
 namespace ss {
 
@@ -60,10 +61,10 @@ struct SyncReport {
   bool created = false;                 // the copy was made (and filled) by this call
 };
 
-// Syncs the working copy of `project` from its source (rsync -a --delete with the exclusion
-// file). Throws ss::Error(1) listing the files at risk when they exist and `force` is not set.
+// Syncs the working copy of `source` from it (rsync -a --delete with the exclusion file). Throws
+// ss::Error(1) listing the files at risk when they exist and `force` is not set.
 SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& config,
-                           const std::string& project, const SyncOptions& options);
+                           const CopySource& source, const SyncOptions& options);
 
 // git-style --stat lines of a unified diff: " path | 3 ++-" and the summary line.
 std::string DiffStat(std::string_view diff);
@@ -95,8 +96,8 @@ struct ApplyPlan {
   std::vector<TarEntry> entries;
   size_t Count(Action a) const;
 };
-ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const std::string& project,
-                    const std::string& host_dir, const std::string& source);
+ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopySource& copy,
+                    const std::string& source);
 
 // A unified diff of the changes apply would bring and of the conflicts ("a/PATH" the host,
 // "b/PATH" the copy), each conflict announced by a line "# conflict: PATH changed on the host

@@ -52,7 +52,9 @@ Sessions in the sandbox. `ss PROJECT` starts the sandbox when it is stopped, the
 (agent.command, default: claude --dangerously-skip-permissions) in ~/projects/PROJECT.
 `ss run DIR` does the same for any folder of the host: DIR is shared read-write at
 /workspace/NAME with a sandbox of its own (made the first time, then remembered), so no other
-folder or project is visible there.
+folder or project is visible there. With --copy the folder is shared read-only and the agent
+works at /workspace/NAME in a copy on the sandbox's disk; ss diff, ss apply and ss sync (in the
+folder, or naming it) bring changes across, as for projects in working-copy mode.
 
 Commands:
   run [DIR]             the agent in DIR (default: the current folder)
@@ -84,6 +86,8 @@ Options:
                         share the host folder HOST at GUEST too (repeatable); folders are shared
                         when a sandbox is made, so with a sandbox that exists add --ephemeral
   --no-mount            share no host folder at all: not the projects, DIR or any mount
+  --copy, --no-copy     with run: DIR in working-copy mode, or shared read-write (the default);
+                        remembered, and chosen when its sandbox is made
   --ephemeral           remove the sandbox when the session ends (over the profile's setting)
   --keep                keep the sandbox when the session ends (over the profile's setting)
   --timeout SECONDS     how long to wait for a stopped sandbox to start (default 30; 300
@@ -108,6 +112,7 @@ struct Options {
   std::vector<std::string> no_secrets;  // --no-secret
   std::vector<MountSpec> mounts;        // --mount, parsed
   bool no_mount = false;
+  std::optional<bool> copy;       // run: --copy, --no-copy
   std::optional<bool> ephemeral;  // --ephemeral, --keep
   std::string profile;
   std::string sandbox;
@@ -167,6 +172,12 @@ Options ParseArgs(const Args& args) {
       o.mounts.push_back(*m);
     } else if (a == "--no-mount") {
       o.no_mount = true;
+    } else if (a == "--copy" || a == "--no-copy") {
+      if (o.verb != "run") {
+        throw Error(kExitUsage, Cat(a, " goes with ss run DIR"), {},
+                    {"a project's mode is its own: ss config set projects.NAME.mode copy"});
+      }
+      o.copy = a == "--copy";
     } else if (a == "--ephemeral" || a == "--keep") {
       if (o.ephemeral && *o.ephemeral != (a == "--ephemeral")) {
         throw Error(kExitUsage, "--ephemeral and --keep contradict each other");
@@ -220,17 +231,29 @@ class Session {
   }
 
   // Where the session works: the folder of `ss run` (the home with --no-mount), else `project`'s.
+  // In working-copy mode, with the copy and its read-only source in place first (they do not
+  // survive a restart of the sandbox).
   std::string Dir(const std::string& project) {
-    if (folder_) return o_.no_mount ? "~" : folder_->Target();
+    if (folder_) {
+      if (o_.no_mount) return "~";
+      if (folder_->copy) PrepareWorkingCopy(Connect(), config_, FolderCopy(*folder_), name_);
+      return folder_->Target();
+    }
     if (o_.no_mount && !project.empty()) {
       throw Error(kExitUsage,
                   Cat("--no-mount shares no folder, and the project '", project, "' is one"), {},
                   {"to work in no host folder: ss shell --no-mount, or ss run --no-mount"});
     }
-    // In working-copy mode, with the copy and its read-only source in place first (they do not
-    // survive a restart of the sandbox).
-    if (!project.empty() && IsCopyMode(config_, project)) {
-      PrepareWorkingCopy(Connect(), config_, project, name_);
+    if (!project.empty()) {
+      if (auto folder = FolderOfSandbox(name_)) {
+        throw Error(kExitUsage,
+                    Cat("sandbox '", name_, "' belongs to the folder ", folder->path,
+                        ": it shares no projects"),
+                    {},
+                    {Cat("open the project in another sandbox: ss ", project, " --sandbox NAME")});
+      }
+      if (IsCopyMode(config_, project))
+        PrepareWorkingCopy(Connect(), config_, ProjectCopy(project), name_);
     }
     return ProjectDir(project);
   }
@@ -414,7 +437,13 @@ class Session {
                              !m.read_only),
            m.guest, m.read_only});
     }
-    if (folder_) shares.mounts.push_back({"workspace", folder_->path, folder_->Target(), false});
+    if (folder_ && folder_->copy) {
+      // Copy mode: the folder read-only beside the copy, which is bound at /workspace/NAME.
+      // Live, as a copy-mode project's source is (see Mount::locked).
+      shares.mounts.push_back({"workspace", folder_->path, SourceDir(folder_->name), true, false});
+    } else if (folder_) {
+      shares.mounts.push_back({"workspace", folder_->path, folder_->Target(), false});
+    }
     std::set<std::string> targets;
     for (const auto& m : shares.mounts) {
       if (!targets.insert(m.target).second) {
@@ -511,6 +540,38 @@ int OpenProject(const Options& o) {
   return OpenSession(o, s, name, [&] { return s.Dir(name); });
 }
 
+// --copy and --no-copy: the folder's mode, recorded while its sandbox is not made (the mode
+// decides what it shares). A folder in copy mode opens in its own sandbox only, with its share.
+void ChooseFolderMode(const Options& o, Folder& folder) {
+  std::string word = ShellQuote(folder.path);
+  if (o.copy && *o.copy != folder.copy) {
+    auto known = KnownSandboxes();
+    if (std::find(known.begin(), known.end(), folder.sandbox) != known.end()) {
+      throw Error(
+          kExitUsage,
+          Cat("the folder ", folder.path, " is open ", folder.copy ? "in copy mode" : "read-write",
+              " in sandbox '", folder.sandbox, "'"),
+          {"the mode decides what its sandbox shares, which is fixed when the sandbox is made"},
+          {Cat("to switch: ", folder.copy ? Cat("ss apply ", word, ", then ") : "",
+               "ss vm delete --sandbox ", folder.sandbox, ", then ss run ", word,
+               *o.copy ? " --copy" : " --no-copy")});
+    }
+    folder.copy = *o.copy;
+    RecordFolder(folder);
+  }
+  if (!folder.copy) return;
+  if (!o.sandbox.empty() || !o.profile.empty()) {
+    throw Error(
+        kExitUsage,
+        Cat("the folder ", folder.path, " is in copy mode: it opens in its own sandbox only"), {},
+        {Cat("leave out ", o.profile.empty() ? "--sandbox" : "--profile")});
+  }
+  if (o.no_mount) {
+    throw Error(kExitUsage, "--no-mount shares no folder, and copy mode needs the folder's", {},
+                {"to work in no host folder: ss shell --no-mount, or ss run --no-mount"});
+  }
+}
+
 // `ss run [DIR]`, `ss .`: any folder of the host, in its own sandbox (or --profile's).
 int RunFolder(const Options& o) {
   if (o.words.size() > 1) {
@@ -518,6 +579,7 @@ int RunFolder(const Options& o) {
                 {"usage: ss run [DIR] [-t | -- CMD [ARGS...]]"});
   }
   Folder folder = OpenFolder(o.words.empty() ? "." : o.words[0]);
+  ChooseFolderMode(o, folder);
   if (!o.has_command) CheckForUpdates();
   Session s(o, &folder);
   return OpenSession(o, s, folder.name, [&] { return s.Dir(""); });
@@ -799,6 +861,7 @@ int Complete(const Args& words) {
                           "--keep", "--timeout", "--help", "--"}) {
       std::cout << f << "\n";
     }
+    if (words[0] == "run") std::cout << "--copy\n--no-copy\n";
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
+#include "folders.hpp"
 #include "fs.hpp"
 #include "github.hpp"
 #include "json_out.hpp"
@@ -259,7 +260,9 @@ int Delete(const ProjectOptions& o) {
   }
   Project p = store.Delete(o.name);
   UnsetConfigSection(config.path(), Cat("projects.", o.name));
-  BaseRecord::ForgetProject(o.name);
+  std::vector<std::string> folder_sandboxes;
+  for (const auto& f : RecordedFolders()) folder_sandboxes.push_back(f.sandbox);
+  BaseRecord::ForgetProject(o.name, folder_sandboxes);
   std::cout << "Deleted: " << p.name << "\n";
   if (!p.metadata.github_repo.empty()) {
     std::cout << "The GitHub repository " << p.metadata.github_repo << " was not deleted.\n";

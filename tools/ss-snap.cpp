@@ -145,7 +145,7 @@ int Restore(const Options& o, Sandbox& sandbox) {
   std::string question = Cat("Restore sandbox '", sandbox.name(), "' to snapshot '", name,
                              "'?\nEverything changed in the sandbox since then is lost; it "
                              "restarts.\n",
-                             guard.ProjectsLine(), "\n\nContinue? [y/N]: ");
+                             guard.ProjectsLine(sandbox.name()), "\n\nContinue? [y/N]: ");
   if (!Confirm(question, o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;

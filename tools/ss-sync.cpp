@@ -7,12 +7,14 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "folders.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "project.hpp"
 #include "prompt.hpp"
 #include "sandbox.hpp"
+#include "shell_quote.hpp"
 #include "strings.hpp"
 #include "suggest.hpp"
 #include "sync.hpp"
@@ -27,7 +29,8 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: ss-sync COMMAND [ARGS] [OPTIONS]
 
-Working copies (projects.NAME.mode: copy) and files in and out of the sandbox.
+Working copies (projects.NAME.mode: copy, or a folder opened with ss run DIR --copy) and files
+in and out of the sandbox.
 
 Commands:
   sync [PROJECT]        refresh the working copy from the host project (rsync --delete,
@@ -41,7 +44,8 @@ Commands:
   push LOCAL REMOTE     copy a file or directory into the sandbox
   pull REMOTE LOCAL     copy a file or directory out of the sandbox
 
-PROJECT defaults to the project of the current directory. Relative REMOTE paths are relative
+PROJECT may be a folder in copy mode, named by a path (., ./app, /srv/app). It defaults to the
+project, or such folder, of the current directory. Relative REMOTE paths are relative
 to the project's directory in the sandbox (--project, or the current directory's project),
 else to the sandbox user's home.
 
@@ -75,6 +79,15 @@ struct Options {
   bool help = false;
 };
 
+// The options of some commands only; --sandbox, --project, --timeout and --help go with every
+// one.
+const std::vector<OptionUse>& OptionUses() {
+  static const std::vector<OptionUse> uses = {
+      {"force", {"sync"}}, {"dry-run", {"sync"}}, {"json", {"sync"}},    {"stat", {"diff"}},
+      {"yes", {"apply"}},  {"ours", {"apply"}},   {"theirs", {"apply"}}, {"merge", {"apply"}}};
+  return uses;
+}
+
 Options ParseArgs(const Args& args) {
   Options o;
   po::options_description desc;
@@ -85,23 +98,11 @@ Options ParseArgs(const Args& args) {
       "ours", po::bool_switch(&o.ours))("theirs", po::bool_switch(&o.theirs))(
       "merge", po::bool_switch(&o.merge))("help,h", po::bool_switch(&o.help))("words",
                                                                               po::value(&o.words));
-  ParseWithWords(args, desc);
+  po::variables_map given = ParseWithWords(args, desc);
   if (o.timeout <= 0) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
   }
-  // The flags of one command only (--sandbox, --project and --timeout go with every one).
-  const std::pair<const char*, const char*> only[] = {
-      {"--force", o.force ? "sync" : nullptr},    {"--dry-run", o.dry_run ? "sync" : nullptr},
-      {"--json", o.json ? "sync" : nullptr},      {"--stat", o.stat ? "diff" : nullptr},
-      {"--yes", o.yes ? "apply" : nullptr},       {"--ours", o.ours ? "apply" : nullptr},
-      {"--theirs", o.theirs ? "apply" : nullptr}, {"--merge", o.merge ? "apply" : nullptr}};
-  const std::string command = o.words.empty() ? "" : o.words[0];
-  for (const auto& [flag, owner] : only) {
-    if (owner && !command.empty() && command != owner) {
-      throw Error(kExitUsage, Cat(flag, " is not an option of '", command, "'"), {},
-                  {Cat(flag, " goes with ss ", owner, "; see 'ss-sync --help'")});
-    }
-  }
+  CheckOptionUse(given, o.words.empty() ? "" : o.words[0], OptionUses(), "ss ", "ss-sync --help");
   return o;
 }
 
@@ -130,18 +131,55 @@ std::string RequireProject(std::string name, const std::string& verb) {
   return name;
 }
 
-void RequireCopyMode(const Config& config, const std::string& project) {
-  if (!IsCopyMode(config, project)) {
-    throw Error(kExitUsage, Cat("project '", project, "' is not in working-copy mode"),
-                {"the agent works in the shared folder itself: there is no copy to sync"},
-                {Cat("switch it: ss config set projects.", project, ".mode copy")});
+// What sync, diff and apply work on: a copy-mode project, or a copy-mode folder (`ss run DIR
+// --copy`, named by a path, or the one the current directory is in), and the sandbox its copy
+// lives in.
+struct Target {
+  CopySource source;
+  std::string sandbox;
+};
+
+Target RequireCopy(const Options& o, const Config& config, const std::string& verb) {
+  std::string word = o.words.size() == 2 ? o.words[1] : o.project;
+  std::optional<Folder> folder;
+  if (!word.empty() && IsFolderWord(word)) {
+    folder = FolderAt(word);
+    if (!folder) {
+      throw Error(
+          kExitNoInput, Cat("'", word, "' is not in a folder opened with ss run"), {},
+          {Cat("open it in working-copy mode first: ss run ", ShellQuote(word), " --copy")});
+    }
+  } else if (word.empty() && ProjectOfCwd().empty()) {
+    folder = FolderAt(".");
   }
+  Target t;
+  if (folder) {
+    if (!folder->copy) {
+      throw Error(kExitUsage, Cat("the folder ", folder->path, " is not in working-copy mode"),
+                  {"the agent works in the folder itself: there is no copy to sync"},
+                  {Cat("the mode is chosen when its sandbox is made: ss vm delete --sandbox ",
+                       folder->sandbox, ", then ss run ", ShellQuote(folder->path), " --copy")});
+    }
+    t.source = FolderCopy(*folder);
+    t.sandbox = o.sandbox.empty() ? folder->sandbox : ResolveSandboxName(o.sandbox);
+  } else {
+    std::string project = RequireProject(word, verb);
+    if (!IsCopyMode(config, project)) {
+      throw Error(kExitUsage, Cat("project '", project, "' is not in working-copy mode"),
+                  {"the agent works in the shared folder itself: there is no copy to sync"},
+                  {Cat("switch it: ss config set projects.", project, ".mode copy")});
+    }
+    t.source = ProjectCopy(project);
+    t.sandbox = ResolveSandboxName(o.sandbox);
+  }
+  RequireCopyIn(config, t.source, t.sandbox);
+  return t;
 }
 
 class Connection {
  public:
-  Connection(const Options& o, const Config& config)
-      : o_(o), sandbox_(ResolveSandboxName(o.sandbox), config) {}
+  Connection(const Options& o, const Config& config, const std::string& sandbox = "")
+      : o_(o), sandbox_(sandbox.empty() ? ResolveSandboxName(o.sandbox) : sandbox, config) {}
   Sandbox& sandbox() { return sandbox_; }
   SshConnection& Get() {
     if (conn_) return *conn_;
@@ -176,13 +214,14 @@ int ReportRefused(const std::vector<Refusal>& refused, std::string_view fate) {
 
 int Sync(const Options& o, const Config& config) {
   if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
-  std::string project = RequireProject(o.words.size() == 2 ? o.words[1] : o.project, "sync");
-  RequireCopyMode(config, project);
-  Connection c(o, config);
+  Target t = RequireCopy(o, config, "sync");
+  const std::string& project = t.source.name;
+  const std::string& label = t.source.folder() ? t.source.host_dir : project;
+  Connection c(o, config, t.sandbox);
   SyncOptions so;
   so.force = o.force;
   so.dry_run = o.dry_run;
-  SyncReport r = SyncWorkingCopy(c.sandbox(), c.Get(), config, project, so);
+  SyncReport r = SyncWorkingCopy(c.sandbox(), c.Get(), config, t.source, so);
   std::vector<std::string> updated, deleted;
   for (const auto& ch : r.changes) {
     if (!ch.content()) continue;
@@ -191,6 +230,7 @@ int Sync(const Options& o, const Config& config) {
   if (o.json) {
     Json doc = JsonDocument("SyncReport");
     doc["project"] = project;
+    doc["folder"] = t.source.folder() ? Json(t.source.host_dir) : Json();
     doc["dry_run"] = o.dry_run;
     doc["created"] = r.created;
     doc["updated"] = updated;
@@ -202,7 +242,9 @@ int Sync(const Options& o, const Config& config) {
     return 0;
   }
   if (r.created) {
-    std::cout << "Created the working copy ~/projects/" << project << " from the source.\n";
+    std::cout << "Created the working copy "
+              << (t.source.folder() ? t.source.workspace : Cat("~/projects/", project))
+              << " from the source.\n";
   }
   if (o.dry_run) {
     for (const auto& p : updated) std::cout << "would update  " << p << "\n";
@@ -220,19 +262,18 @@ int Sync(const Options& o, const Config& config) {
               << " changed in the copy first: " << DisplayPath(r.saved_to) << "\n";
   }
   if (updated.empty() && deleted.empty()) {
-    std::cout << "Synced '" << project << "': already up to date.\n";
+    std::cout << "Synced '" << label << "': already up to date.\n";
   } else {
-    std::cout << "Synced '" << project << "': " << Count(updated.size(), "file", "files")
+    std::cout << "Synced '" << label << "': " << Count(updated.size(), "file", "files")
               << " updated, " << deleted.size() << " deleted.\n";
   }
   return 0;
 }
 
-// The plan of `project`: its copy in place, every difference decided against the base.
-ApplyPlan Plan(Connection& c, const Config& config, const std::string& project,
-               const std::string& host_dir) {
-  PrepareWorkingCopy(c.Get(), config, project, c.sandbox().name());
-  return PlanApply(c.Get(), c.sandbox().name(), project, host_dir, SandboxLabel(c));
+// The plan of `source`: its copy in place, every difference decided against the base.
+ApplyPlan Plan(Connection& c, const Config& config, const CopySource& source) {
+  PrepareWorkingCopy(c.Get(), config, source, c.sandbox().name());
+  return PlanApply(c.Get(), c.sandbox().name(), source, SandboxLabel(c));
 }
 
 // What stays on the host because only the user changed it, and why the base may be unknown.
@@ -252,13 +293,12 @@ void NoteKept(const ApplyPlan& plan, const std::string& project) {
 
 int Diff(const Options& o, const Config& config) {
   if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
-  std::string project = RequireProject(o.words.size() == 2 ? o.words[1] : o.project, "diff");
-  RequireCopyMode(config, project);
-  Connection c(o, config);
-  ApplyPlan plan = Plan(c, config, project, ProjectStore().ProjectPath(project));
-  std::string diff = PlanDiff(c.Get(), project, plan);
+  Target t = RequireCopy(o, config, "diff");
+  Connection c(o, config, t.sandbox);
+  ApplyPlan plan = Plan(c, config, t.source);
+  std::string diff = PlanDiff(c.Get(), t.source.name, plan);
   if (!diff.empty()) std::cout << Printable(o.stat ? DiffStat(diff) : diff, true) << std::flush;
-  NoteKept(plan, project);
+  NoteKept(plan, t.source.word);
   return 0;
 }
 
@@ -273,12 +313,14 @@ Resolution ChosenResolution(const Options& o) {
 
 int Apply(const Options& o, const Config& config) {
   if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
-  std::string project = RequireProject(o.words.size() == 2 ? o.words[1] : o.project, "apply");
-  RequireCopyMode(config, project);
+  Target t = RequireCopy(o, config, "apply");
+  // Messages name a project as 'app' and a folder by its path.
+  const std::string project = t.source.folder() ? t.source.host_dir : t.source.name;
+  const std::string& word = t.source.word;
   Resolution resolution = ChosenResolution(o);
-  Connection c(o, config);
-  std::string host_dir = ProjectStore().ProjectPath(project);
-  ApplyPlan plan = Plan(c, config, project, host_dir);
+  Connection c(o, config, t.sandbox);
+  const std::string& host_dir = t.source.host_dir;
+  ApplyPlan plan = Plan(c, config, t.source);
   size_t takes = plan.Count(Action::kTake), conflicts = plan.Count(Action::kConflict);
   if (plan.changes.empty() && plan.refused.empty()) {
     std::cout << "Nothing to apply: the working copy of '" << project << "' matches its source.\n";
@@ -287,7 +329,7 @@ int Apply(const Options& o, const Config& config) {
   if (takes == 0 && conflicts == 0 && plan.refused.empty()) {
     std::cout << "Nothing to apply: the working copy of '" << project
               << "' has no changes of its own since the last sync.\n";
-    NoteKept(plan, project);
+    NoteKept(plan, word);
     return 0;
   }
   std::cout << "Changes in the working copy of '" << project << "':\n";
@@ -297,22 +339,22 @@ int Apply(const Options& o, const Config& config) {
               << (p.action == Action::kConflict ? "  (changed on the host too)" : "") << "\n";
   }
   std::cout.flush();
-  NoteKept(plan, project);
+  NoteKept(plan, word);
   if (takes == 0 && plan.refused.empty() && resolution == Resolution::kNone) {
     // Nothing to ask: only conflicts, and no way chosen to settle them.
   } else if (!Confirm(Cat("Apply them to ", DisplayPath(host_dir), "? [y/N]: "), o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;
   }
-  ApplyReport r = ApplyPlanned(c.Get(), c.sandbox().name(), project, plan, host_dir, resolution,
-                               SandboxLabel(c));
+  ApplyReport r = ApplyPlanned(c.Get(), c.sandbox().name(), t.source.name, plan, host_dir,
+                               resolution, SandboxLabel(c));
   if (!r.crossing.written.empty() || takes > 0) {
     std::cout << "Applied " << Count(r.crossing.written.size(), "change", "changes") << " to "
               << DisplayPath(host_dir) << ".\n";
   }
   if (resolution == Resolution::kOurs && conflicts > 0) {
     std::cout << "Kept the host's version of " << Count(conflicts, "file", "files") << " (ss sync "
-              << project << " brings it to the copy).\n";
+              << word << " brings it to the copy).\n";
   }
   if (resolution == Resolution::kTheirs && conflicts > 0) {
     std::cout << "Took the sandbox's version of "
@@ -330,15 +372,15 @@ int Apply(const Options& o, const Config& config) {
     Warn(Cat("left ", Count(r.conflicts.size(), "conflict", "conflicts"),
              " as on the host (changed there and in the sandbox since the last sync):"));
     for (const auto& f : r.conflicts) Note(Cat("  ", Printable(f)));
-    Note(Cat("hint: see them: ss diff ", project));
-    Note(Cat("hint: keep the host's versions: ss apply ", project, " --ours"));
-    Note(Cat("hint: take the sandbox's: ss apply ", project, " --theirs"));
-    Note(Cat("hint: merge text, with conflict markers where both changed a line: ss apply ",
-             project, " --merge"));
+    Note(Cat("hint: see them: ss diff ", word));
+    Note(Cat("hint: keep the host's versions: ss apply ", word, " --ours"));
+    Note(Cat("hint: take the sandbox's: ss apply ", word, " --theirs"));
+    Note(Cat("hint: merge text, with conflict markers where both changed a line: ss apply ", word,
+             " --merge"));
     status = kExitFailure;
   }
   if (!r.base_advanced) {
-    Warn(Cat("could not record this in the sandbox (is its disk full?); the next ss sync ", project,
+    Warn(Cat("could not record this in the sandbox (is its disk full?); the next ss sync ", word,
              " may list these files as changed in the copy"));
   }
   return status;
@@ -348,7 +390,10 @@ std::string RemoteBase(const Options& o, const Config& config, Connection& c) {
   std::string project = o.project.empty() ? ProjectOfCwd() : o.project;
   if (project.empty()) return "/home/sandbox";
   project = RequireProject(project, o.words[0]);
-  if (IsCopyMode(config, project)) PrepareWorkingCopy(c.Get(), config, project, c.sandbox().name());
+  if (IsCopyMode(config, project)) {
+    RequireCopyIn(config, ProjectCopy(project), c.sandbox().name());
+    PrepareWorkingCopy(c.Get(), config, ProjectCopy(project), c.sandbox().name());
+  }
   return CopyDir(project);
 }
 
@@ -390,8 +435,8 @@ int Complete(const Args& words) {
       (words.size() == 2 && (words[0] == "sync" || words[0] == "diff" || words[0] == "apply"))) {
     for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
   }
-  for (const char* f : {"--sandbox", "--project", "--force", "--dry-run", "--stat", "--timeout",
-                        "--json", "--yes", "--ours", "--theirs", "--merge", "--help"}) {
+  for (const auto& f :
+       OptionsOf(words[0], OptionUses(), {"sandbox", "project", "timeout", "help"})) {
     std::cout << f << "\n";
   }
   return 0;

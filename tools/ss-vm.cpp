@@ -416,7 +416,7 @@ int Reset(const Options& o, const Config& config) {
           "  • Reset to fresh state\n"
           "  • Require re-login to Claude Code, gh, vercel\n"
           "\n",
-          guard.ProjectsLine(),
+          guard.ProjectsLine(name),
           "\n"
           "\n"
           "Continue? [y/N]: ");
@@ -453,7 +453,7 @@ int Delete(const Options& o, const Config& config) {
                   "'? The next session makes it afresh; everything installed in it, and "
                   "the agent's login and history there, are lost.\n")
             : Cat("Delete sandbox '", sandbox.name(), "'? Everything installed in it is lost.\n"),
-      guard.ProjectsLine(), " [y/N]: ");
+      guard.ProjectsLine(sandbox.name()), " [y/N]: ");
   if (!Confirm(question, o.yes)) {
     std::cout << "Cancelled.\n";
     return 0;

@@ -16,6 +16,7 @@
 
 #include "dispatch.hpp"
 #include "error.hpp"
+#include "folders.hpp"
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -38,6 +39,7 @@ Run an AI coding agent with full autonomy inside a sandbox, with your projects o
   ss PROJECT              open the agent in PROJECT's sandbox
   ss PROJECT -t           open a shell in PROJECT instead
   ss . | ss run [DIR]     open the agent on this folder (any folder) in a sandbox of its own
+                          (--copy: the folder read-only, the agent in a copy; ss diff, ss apply)
 
 Projects
   new NAME                create a project (--github, --from PATH)
@@ -74,12 +76,6 @@ iproute2's socket tool shares the name: an invocation that is not ours (such as
 // What may name a project: ^[a-z][a-z0-9-]{1,49}$.
 bool ProjectNameLike(std::string_view name) {
   return name.size() >= 2 && NameOf(name, "a-z", "a-z0-9-", 50);
-}
-
-// What names a folder rather than a project or a command: ".", "..", "./x", "../x", "/x".
-bool IsFolderWord(std::string_view word) {
-  return word == "." || word == ".." || word.starts_with("./") || word.starts_with("../") ||
-         word.starts_with("/");
 }
 
 bool IsExecutableFile(const std::string& path) {

@@ -1,12 +1,15 @@
-# Run as root in an ss sandbox by ss (sudo sh -c THIS working-copy NAME), with the text of
-# /etc/ss/sync-exclude on stdin. Installs that file when it changed, then, for project NAME
-# (none: only the file), makes the working-copy layout and leaves it in place:
-#   /home/sandbox/project-src/NAME  the host project, read-only (a bind of the shared folder)
+# Run as root in an ss sandbox by ss (sudo sh -c THIS working-copy NAME [WORKSPACE]), with the
+# text of /etc/ss/sync-exclude on stdin. Installs that file when it changed, then, for project
+# NAME (none: only the file), makes the working-copy layout and leaves it in place:
+#   /home/sandbox/project-src/NAME  the host project, read-only (a bind of the shared folder; a
+#                                   folder's own sandbox has the folder shared read-only there)
 #   /home/sandbox/projects/NAME     the writable copy, kept in /home/sandbox/.ss/copies/NAME
+#   WORKSPACE                       a folder's: the copy again, where the agent works
 #   /home/sandbox/.ss/sync/NAME.stamp   touched after every sync of the copy
 # Prints "created" when the copy was made (and filled) now. Safe to run any number of times.
 set -eu
 name=${1:-}
+workspace=${2:-}
 home=/home/sandbox
 # Nothing is written when nothing changed: a full disk must not stop diff, apply or pull.
 want=$(cat)
@@ -21,6 +24,11 @@ fi
 shared=$home/projects/$name
 src=$home/project-src/$name
 store=$home/.ss/copies/$name
+if [ -n "$workspace" ] && ! mountpoint -q "$src"; then
+  # A folder's source is its share, never a stand-in.
+  echo "the folder's read-only share $src is not mounted" >&2
+  exit 66
+fi
 if ! mountpoint -q "$src"; then
   # The copy hides the shared folder: take it away first, so the source is the host's.
   if mountpoint -q "$shared"; then umount "$shared"; fi
@@ -35,17 +43,24 @@ if ! mountpoint -q "$src"; then
   mount --make-private "$src"
   mount -o remount,bind,ro "$src"
 fi
+fresh=
 if ! mountpoint -q "$shared"; then
   install -d -o sandbox -g sandbox "$home/.ss" "$home/.ss/copies" "$home/.ss/sync"
-  fresh=
   if [ ! -d "$store" ]; then
     install -d -o sandbox -g sandbox "$store"
     fresh=1
   fi
+  # A folder's sandbox shares no projects folder: the copy's place is made here.
+  [ -d "$shared" ] || install -d -o sandbox -g sandbox "$shared"
   mount --bind "$store" "$shared"
-  if [ -n "$fresh" ]; then
-    runuser -u sandbox -- rsync -a --exclude-from=/etc/ss/sync-exclude "$src/" "$shared/"
-    runuser -u sandbox -- touch "$home/.ss/sync/$name.stamp"
-    echo created
-  fi
+fi
+if [ -n "$workspace" ] && ! mountpoint -q "$workspace"; then
+  mkdir -p "$(dirname "$workspace")"
+  [ -d "$workspace" ] || install -d -o sandbox -g sandbox "$workspace"
+  mount --bind "$store" "$workspace"
+fi
+if [ -n "$fresh" ]; then
+  runuser -u sandbox -- rsync -a --exclude-from=/etc/ss/sync-exclude "$src/" "$shared/"
+  runuser -u sandbox -- touch "$home/.ss/sync/$name.stamp"
+  echo created
 fi

@@ -62,6 +62,16 @@ bash_complete() {
   assert_output "--deploy"
   run bash_complete vm start --deploy ""
   assert_output ""
+  # Each vm command offers its own options only.
+  run bash_complete vm image build --
+  assert_output $'--sandbox\n--profile\n--help\n--release\n--mirror\n--force\n--json'
+  run bash_complete vm list --
+  assert_output $'--sandbox\n--profile\n--help\n--json'
+  run bash_complete apply --
+  assert_output $'--sandbox\n--project\n--timeout\n--help\n--yes\n--ours\n--theirs\n--merge'
+  run bash_complete run . --
+  assert_line "--copy"
+  assert_line "--no-copy"
   run bash_complete init ""
   assert_output $'bash\nzsh\nfish'
   run bash_complete cd cl

@@ -169,6 +169,51 @@ hint: create it first (mkdir -p $HOME/missing), or name another: --mount $HOME/m
   assert_line "       ss run [DIR] [-t | -- CMD [ARGS...]] [OPTIONS]     (ss . is ss run .)"
 }
 
+@test "ss run DIR --copy: recorded, its own sandbox only; sync, diff and apply find the folder" {
+  mkdir -p "$HOME/code/app/src" "$HOME/code/plain"
+  run --separate-stderr ss exec --copy -- true
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: --copy goes with ss run DIR
+hint: a project's mode is its own: ss config set projects.NAME.mode copy"
+  # Chosen before the sandbox is made (none can run here), and remembered.
+  run --separate-stderr ss run "$HOME/code/app" --copy -- true
+  assert_equal "$status" 69
+  assert_equal "$(jq -r --arg p "$HOME/code/app" '.folders[$p].mode' "$SS_HOME/.ss/folders.json")" copy
+  run --separate-stderr ss run "$HOME/code/app" --copy --sandbox other -- true
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: the folder $HOME/code/app is in copy mode: it opens in its own sandbox only
+hint: leave out --sandbox"
+  run --separate-stderr ss run "$HOME/code/app" --no-mount -- true
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[0]}" "ss: error: --no-mount shares no folder, and copy mode needs the folder's"
+  # sync, diff and apply: the folder by a path, or the one the current directory is in.
+  cd "$HOME/code/app/src"
+  run --separate-stderr ss diff --sandbox other
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-sync: error: the working copy of $HOME/code/app is not in sandbox 'other'
+hint: it is in the folder's own sandbox: --sandbox $(jq -r --arg p "$HOME/code/app" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")"
+  run --separate-stderr ss diff
+  assert_equal "$status" 69
+  cd "$HOME"
+  run --separate-stderr ss sync ./code/plain
+  assert_equal "$status" 66
+  assert_equal "$stderr" "ss-sync: error: './code/plain' is not in a folder opened with ss run
+hint: open it in working-copy mode first: ss run ./code/plain --copy"
+  run --separate-stderr ss run ./code/plain -- true
+  assert_equal "$status" 69
+  sandbox=$(jq -r --arg p "$HOME/code/plain" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")
+  run --separate-stderr ss apply ./code/plain --yes
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-sync: error: the folder $HOME/code/plain is not in working-copy mode
+the agent works in the folder itself: there is no copy to sync
+hint: the mode is chosen when its sandbox is made: ss vm delete --sandbox $sandbox, then ss run $HOME/code/plain --copy"
+  # A folder's own sandbox shares no projects.
+  run --separate-stderr ss exec proj --sandbox "$sandbox" -- true
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss: error: sandbox '$sandbox' belongs to the folder $HOME/code/plain: it shares no projects
+hint: open the project in another sandbox: ss proj --sandbox NAME"
+}
+
 @test "ss clean --profile NAME: needs the profile; nothing to clean is said, exit 0" {
   run --separate-stderr ss clean
   assert_equal "$status" 64

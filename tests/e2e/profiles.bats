@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# Profiles, the session flags over them, any folder with `ss .`, `ss clean --profile` and the
-# agent's configuration folder, against real Docker sandboxes (made and removed in seconds).
+# Profiles, the session flags over them, any folder with `ss .` (in copy mode too), `ss clean
+# --profile` and the agent's configuration folder, against real Docker sandboxes (made and
+# removed in seconds).
 
 load helpers
 
@@ -127,6 +128,72 @@ my-repo"
   ss vm delete --sandbox "$sandbox" --yes >/dev/null 2>&1
   gone "$sandbox"
   assert_file_exists "$dir/made.txt"
+}
+
+@test "ss . --copy: the folder read-only, the agent in a copy; diff, apply and sync carry changes; nothing unapplied is lost" {
+  local dir="$E2E_ROOT/copied"
+  mkdir -p "$dir/src"
+  chown -R "$(stat -c %u:%g "$SS_HOME/projects")" "$dir"
+  as_owner sh -c 'echo one > "$1/kept"; echo two > "$1/src/edit.txt"; echo three > "$1/gone"' sh "$dir"
+  cd "$dir"
+  # The folder is read-only in the sandbox (on Docker a read-only bind: live, as a copy-mode
+  # project's source; LXD and QEMU hold it against a remount by root too, sandbox.bats).
+  run --separate-stderr ss . --copy -- sh -c 'pwd; echo changed >> src/edit.txt; echo new > new.txt; rm gone
+    s=~/project-src/copied
+    touch "$s/by-user" 2>/dev/null && echo user-wrote
+    sudo -n touch "$s/by-root" 2>/dev/null && echo root-wrote
+    true'
+  assert_success
+  assert_output "/workspace/copied"
+  assert_equal "$(ls -A "$dir" | tr '\n' ' ')" "gone kept src "
+  assert_equal "$(cat "$dir/src/edit.txt")" "two"
+  sandbox=$(jq -r --arg p "$dir" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")
+  jq -e --arg p "$dir" '.folders[$p].mode == "copy"' "$SS_HOME/.ss/folders.json"
+  # The copy's changes, from inside the folder; the user's own change meanwhile stays theirs.
+  run --separate-stderr ss diff --stat
+  assert_success
+  assert_line --partial "src/edit.txt"
+  assert_line --partial "new.txt"
+  assert_line --partial "gone"
+  as_owner sh -c 'echo mine > "$1/kept"' sh "$dir"
+  run --separate-stderr ss apply "$dir" --yes
+  assert_success
+  assert_equal "$(cat "$dir/src/edit.txt")" $'two\nchanged'
+  assert_equal "$(cat "$dir/new.txt")" "new"
+  assert_file_not_exists "$dir/gone"
+  assert_equal "$(cat "$dir/kept")" "mine"
+  assert_equal "$(stat -c %u:%g "$dir/new.txt")" "$(stat -c %u:%g "$SS_HOME/projects")"
+  run --separate-stderr ss sync .
+  assert_success
+  run --separate-stderr ss . -- cat kept
+  assert_output "mine"
+  # The mode is the sandbox's: switching while it exists is refused, saying how.
+  run --separate-stderr ss . --no-copy -- true
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[0]}" "ss: error: the folder $dir is open in copy mode in sandbox '$sandbox'"
+  # Deleting its sandbox says the folder is not touched.
+  run script -qec "ss vm delete --sandbox $sandbox" /dev/null <<< "n"
+  assert_output --partial "The folder $dir is NOT affected."
+  assert_output --partial "Cancelled."
+  # Work not applied keeps the sandbox; --force saves it on the host first.
+  ss . -- sh -c 'echo more > more.txt'
+  run --separate-stderr ss vm delete --sandbox "$sandbox" --yes
+  assert_equal "$status" 1
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: delete would lose changes not yet applied in 1 working copy of sandbox '$sandbox'"
+  assert_equal "${stderr_lines[2]}" "hint: bring them to the host: ss apply $dir"
+  run --separate-stderr ss vm delete --sandbox "$sandbox" --yes --force
+  assert_success
+  assert_line --partial "Saved the working copy of 'copied' first: "
+  gone "$sandbox"
+  archive=$(ls "$SS_HOME"/rescued/"$sandbox"-*/copied.tar.gz)
+  assert_equal "$(tar -xzOf "$archive" copied/more.txt)" "more"
+  assert_file_not_exists "$dir/more.txt"
+  # With its sandbox gone the folder opens read-write again.
+  run --separate-stderr ss . --no-copy -- sh -c 'echo rw > rw.txt'
+  assert_success
+  assert_equal "$(cat "$dir/rw.txt")" "rw"
+  ss vm delete --sandbox "$sandbox" --yes >/dev/null 2>&1
+  gone "$sandbox"
 }
 
 @test "agent.config is copied into ~/.claude when the sandbox is made and by ss vm provision, never mounted" {

@@ -128,8 +128,14 @@ TEST_F(BaseRecordTest, RecordsTheHostsDigestsAndReadsThemBack) {
   // None for another sandbox; forgetting removes it.
   EXPECT_FALSE(BaseRecord::Load("other", "app").recorded());
   EXPECT_EQ(BaseRecord::Load("other", "app").At("a.txt").kind, Version::kUnknown);
-  BaseRecord::ForgetProject("app");
+  // Forgetting a project leaves the sandboxes excepted (a folder's own, its copy of the same
+  // name a folder's); forgetting a sandbox removes all of its records.
+  r.Save("folder-box", "app");
+  BaseRecord::ForgetProject("app", {"folder-box"});
   EXPECT_FALSE(BaseRecord::Load("box", "app").recorded());
+  EXPECT_TRUE(BaseRecord::Load("folder-box", "app").recorded());
+  BaseRecord::ForgetSandbox("folder-box");
+  EXPECT_FALSE(BaseRecord::Load("folder-box", "app").recorded());
 }
 
 TEST_F(BaseRecordTest, WhatChangedWhileTheCopyWasMadeOrIsMissingIsUnknown) {
