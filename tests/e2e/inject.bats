@@ -45,7 +45,7 @@ as_root() { sandbox_ssh "$SANDBOX" sudo -n "$@"; }
 
 @test "inject: the upstream gets the real value; the sandbox has only the placeholder" {
   # An agent stand-in: sends the request with the variable's value, prints the answer, and stays
-  # (for the memory scan below).
+  # (for the memory scan below, which takes minutes without hardware acceleration).
   ss exec e2e-scratch -- python3 -c '
 import os, subprocess, time
 key = os.environ["INJ_TEST_KEY"]
@@ -55,7 +55,7 @@ out = subprocess.run(["curl", "-sS", "-m", "10", "-H", "x-api-key: " + key,
                      capture_output=True, text=True)
 print(out.stdout.strip(), out.stderr.strip(), flush=True)
 open("/tmp/agent.pid", "w").write(str(os.getpid()))
-time.sleep(60)' >"$W/agent.out" 2>&1 3>&- &
+time.sleep(900)' >"$W/agent.out" 2>&1 3>&- &
   agent=$!
   # Its two lines (the value it holds, then the answer), or its end; the first session of a
   # sandbox without hardware acceleration installs the CA first, which takes a while.

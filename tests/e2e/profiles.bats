@@ -7,7 +7,7 @@ load helpers
 
 setup_file() {
   e2e_home
-  ss vm setup --backend docker >/dev/null
+  ss vm setup --backend docker --json > "$BATS_FILE_TMPDIR/setup.json"
   ss vm image build >&3 2>&1
   ss config set backend docker >/dev/null
   ss new proj >/dev/null
@@ -21,6 +21,11 @@ teardown_file() {
     pkill -f -- "--share-master $name" || true
     ss vm delete --sandbox "$name" --yes --force >/dev/null 2>&1 || true
   done
+  # The Docker daemon this file's setup started, it stops: left running, its forward policy
+  # (drop) cuts the other tests' LXD containers off the archive.
+  if jq -e '.started | length > 0' "$BATS_FILE_TMPDIR/setup.json" >/dev/null 2>&1; then
+    ss vm setup --backend docker --stop >&3 2>&1 || true
+  fi
   e2e_home_remove
 }
 
