@@ -118,8 +118,7 @@ void BaseRecord::ForgetSandbox(const std::string& sandbox) {
   if (PathExists(dir)) RemoveTree(dir);
 }
 
-void BaseRecord::ForgetProject(const std::string& project,
-                               const std::vector<std::string>& except) {
+void BaseRecord::ForgetProject(const std::string& project, const std::vector<std::string>& except) {
   for (const auto& sandbox : ListDir(BasesDir())) {
     if (std::find(except.begin(), except.end(), sandbox) != except.end()) continue;
     std::string path = PathOf(sandbox, project);

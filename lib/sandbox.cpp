@@ -215,7 +215,9 @@ std::string DescribeShares(const Shares& shares) {
   if (shares.projects) parts.emplace_back("the projects folder");
   for (const auto& m : shares.mounts) {
     parts.push_back(Cat(m.source, " at ", m.target,
-                        !m.read_only ? "" : m.locked ? " (read-only)" : " (read-only, live)"));
+                        !m.read_only ? ""
+                        : m.locked   ? " (read-only)"
+                                     : " (read-only, live)"));
   }
   return parts.empty() ? "no host folder" : Join(parts, ", ");
 }
