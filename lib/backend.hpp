@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "egress.hpp"
+#include "net_fence.hpp"
 
 namespace ss {
 

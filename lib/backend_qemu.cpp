@@ -27,6 +27,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "idmap_view.hpp"
 #include "image.hpp"
 #include "net.hpp"
@@ -157,37 +158,6 @@ void QemuEnsureViews(const std::string& machine_dir, const Json& machine) {
     EnsureView(s.value("source", ""), QemuShareSource(machine_dir, machine, s), owner,
                {kSandboxUserId, kSandboxUserId}, true);
   }
-}
-
-Accel DetectAccel(const std::string& root) {
-#ifdef __APPLE__
-  (void)root;
-  return {"hvf", "HVF (Hypervisor.framework)"};
-#else
-  const std::string tcg = "TCG, software emulation (about 10x slower): ";
-  if (!PathExists(root + "/dev/kvm")) {
-    return {"tcg",
-            tcg + "no /dev/kvm (no hardware virtualization, or the kvm module is not loaded)"};
-  }
-  if (IsDirectory(root + "/sys/module/kvm_pvm")) {
-    return {"tcg", tcg +
-                       "/dev/kvm is kvm_pvm, which runs only guest kernels built for PVM, and "
-                       "the CPU exposes no VMX/SVM"};
-  }
-  std::string cpuinfo = ReadFileIfExists(root + "/proc/cpuinfo").value_or("");
-  bool vmx = false;
-  for (const auto& line : SplitLines(cpuinfo)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    for (const auto& flag : Split(line.substr(line.find(':') + 1), ' ')) {
-      vmx = vmx || flag == "vmx" || flag == "svm";
-    }
-  }
-  if (!vmx) return {"tcg", tcg + "the CPU exposes no VMX/SVM"};
-  if (::access((root + "/dev/kvm").c_str(), R_OK | W_OK) != 0) {
-    return {"tcg", tcg + "no access to /dev/kvm (join the kvm group)"};
-  }
-  return {"kvm", "KVM (hardware virtualization)"};
-#endif
 }
 
 std::string QemuOptionValue(const std::string& value) {

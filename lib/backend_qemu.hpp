@@ -7,21 +7,10 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "host.hpp"
 #include "json_out.hpp"
 
 namespace ss {
-
-// How QEMU can run guests on this host, and why.
-struct Accel {
-  std::string kind;    // "kvm", "hvf" or "tcg"
-  std::string reason;  // "KVM (hardware virtualization)", "TCG: the CPU exposes no VMX/SVM"
-  bool hardware() const { return kind != "tcg"; }
-};
-
-// KVM only when hardware virtualization actually works: /dev/kvm usable, the CPU exposing VMX or
-// SVM, and not a PVM-only /dev/kvm (kvm_pvm runs only guests built for PVM, which a stock kernel
-// is not). `root` prefixes /proc, /sys and /dev (tests point it at a fake tree).
-Accel DetectAccel(const std::string& root = "");
 
 // A shared folder as the guest sees it: a virtiofs or 9p tag mounted at `target`.
 struct QemuShare {

@@ -20,8 +20,6 @@
 
 namespace ss {
 
-bool IsSandboxName(std::string_view name) { return NameOf(name, "a-z", "a-z0-9-", 63); }
-
 namespace {
 
 int64_t MinCpus() { return 2; }

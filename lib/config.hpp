@@ -14,11 +14,9 @@
 
 #include "error.hpp"
 #include "json_out.hpp"
+#include "sandbox_name.hpp"
 
 namespace ss {
-
-// A sandbox's name: lowercase letters, digits and '-', starting with a letter, at most 63.
-bool IsSandboxName(std::string_view name);
 
 enum class ValueType { kInt, kSize, kBool, kString, kEnum, kStringList };
 

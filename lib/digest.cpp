@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -90,6 +92,23 @@ std::string Sha512IntegrityOfFile(const std::string& path) {
                           static_cast<int>(raw.size()));
   b64.resize(static_cast<size_t>(n));
   return "sha512-" + b64;
+}
+
+std::string RandomNonce() {
+  unsigned char bytes[8] = {};
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n <= 0) throw Error(kExitSoftware, "cannot read random bytes");
+    got += static_cast<size_t>(n);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) {
+    char buf[3];
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    hex += buf;
+  }
+  return hex;
 }
 
 }  // namespace ss

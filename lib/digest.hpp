@@ -14,4 +14,7 @@ std::string Sha256FdHex(int fd, int64_t offset, int64_t length, const std::strin
 // "sha512-<base64>", the form of npm's dist.integrity.
 std::string Sha512IntegrityOfFile(const std::string& path);
 
+// 16 hex digits from the kernel's random source: markers, tokens.
+std::string RandomNonce();
+
 }  // namespace ss

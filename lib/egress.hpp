@@ -12,19 +12,9 @@
 #include <utility>
 #include <vector>
 
-namespace ss {
+#include "net_fence.hpp"
 
-struct EgressLink {
-  // The host side of the sandbox's link, fenced with nftables. Empty: the backend fences the
-  // link itself and the sandbox reaches nothing but what the backend relays to ss-net (QEMU's
-  // restricted user network and its guestfwd relays, `ss-net relay`); ss-net then listens on
-  // loopback only and no nftables fence is installed.
-  std::string interface;
-  // The host's IPv4 address there; with no interface, the address at which the sandbox sees
-  // ss-net's proxy and resolver (QEMU: kQemuEgressAddress).
-  std::string gateway;
-  bool dhcp = false;  // the sandbox gets its address by DHCP from the host
-};
+namespace ss {
 
 struct EgressState {
   bool fenced = false;

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <string>
 
+#include "fs.hpp"
+#include "strings.hpp"
+
 namespace ss {
 
 int HostCpus() {
@@ -32,5 +35,36 @@ uint64_t MappedIds() {
 }
 
 bool InUserNamespace() { return MappedIds() < 4294967295u; }
+
+Accel DetectAccel(const std::string& root) {
+#ifdef __APPLE__
+  (void)root;
+  return {"hvf", "HVF (Hypervisor.framework)"};
+#else
+  const std::string tcg = "TCG, software emulation (about 10x slower): ";
+  if (!PathExists(root + "/dev/kvm")) {
+    return {"tcg",
+            tcg + "no /dev/kvm (no hardware virtualization, or the kvm module is not loaded)"};
+  }
+  if (IsDirectory(root + "/sys/module/kvm_pvm")) {
+    return {"tcg", tcg +
+                       "/dev/kvm is kvm_pvm, which runs only guest kernels built for PVM, and "
+                       "the CPU exposes no VMX/SVM"};
+  }
+  std::string cpuinfo = ReadFileIfExists(root + "/proc/cpuinfo").value_or("");
+  bool vmx = false;
+  for (const auto& line : SplitLines(cpuinfo)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    for (const auto& flag : Split(line.substr(line.find(':') + 1), ' ')) {
+      vmx = vmx || flag == "vmx" || flag == "svm";
+    }
+  }
+  if (!vmx) return {"tcg", tcg + "the CPU exposes no VMX/SVM"};
+  if (::access((root + "/dev/kvm").c_str(), R_OK | W_OK) != 0) {
+    return {"tcg", tcg + "no access to /dev/kvm (join the kvm group)"};
+  }
+  return {"kvm", "KVM (hardware virtualization)"};
+#endif
+}
 
 }  // namespace ss

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace ss {
 
@@ -13,5 +14,17 @@ int64_t HostMemory();  // bytes of RAM (MemTotal)
 // other things, device nodes cannot be made).
 uint64_t MappedIds();
 bool InUserNamespace();
+
+// How QEMU can run guests on this host, and why.
+struct Accel {
+  std::string kind;    // "kvm", "hvf" or "tcg"
+  std::string reason;  // "KVM (hardware virtualization)", "TCG: the CPU exposes no VMX/SVM"
+  bool hardware() const { return kind != "tcg"; }
+};
+
+// KVM only when hardware virtualization actually works: /dev/kvm usable, the CPU exposing VMX or
+// SVM, and not a PVM-only /dev/kvm (kvm_pvm runs only guests built for PVM, which a stock kernel
+// is not). `root` prefixes /proc, /sys and /dev (tests point it at a fake tree).
+Accel DetectAccel(const std::string& root = "");
 
 }  // namespace ss

@@ -7,7 +7,7 @@
 #include "net_policy.hpp"
 #include "paths.hpp"
 #include "process.hpp"
-#include "sandbox.hpp"
+#include "sandbox_name.hpp"
 #include "strings.hpp"
 
 namespace ss {

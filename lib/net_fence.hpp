@@ -21,6 +21,20 @@ inline constexpr int kSandboxProxyPort = 3128;
 // run through sudo.
 std::string SandboxBridgeName(const std::string& sandbox);
 
+// Where a sandbox's traffic reaches the host, as its backend says (Backend::Egress): what the
+// fence closes and ss-net serves (egress.hpp).
+struct EgressLink {
+  // The host side of the sandbox's link, fenced with nftables. Empty: the backend fences the
+  // link itself and the sandbox reaches nothing but what the backend relays to ss-net (QEMU's
+  // restricted user network and its guestfwd relays, `ss-net relay`); ss-net then listens on
+  // loopback only and no nftables fence is installed.
+  std::string interface;
+  // The host's IPv4 address there; with no interface, the address at which the sandbox sees
+  // ss-net's proxy and resolver (QEMU: kQemuEgressAddress).
+  std::string gateway;
+  bool dhcp = false;  // the sandbox gets its address by DHCP from the host
+};
+
 struct NetFence {
   std::string sandbox;    // a valid sandbox name: names the chains
   std::string interface;  // the host side of the sandbox's link (a bridge of ss's own, a veth)

@@ -4,6 +4,7 @@
 
 #include "browser.hpp"
 #include "config.hpp"
+#include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "image.hpp"

@@ -1,5 +1,6 @@
 #include "provision.hpp"
 
+#include "config.hpp"
 #include "error.hpp"
 #include "resources.hpp"
 #include "strings.hpp"
@@ -40,6 +41,27 @@ std::string RenderUserData(const ProvisionInput& in) {
 std::string RenderMetaData(const ProvisionInput& in) {
   return RenderTemplate(RequireResource("cloud-init/meta-data"),
                         {{"instance_id", in.instance_id}, {"hostname", in.hostname}});
+}
+
+std::vector<std::string> SyncExcludes(const Config& config) {
+  std::vector<std::string> out = config.List("sync.exclude");
+  for (const auto& p : out) {
+    if (Trim(p).empty() || p.find('\n') != std::string::npos || p.find('\r') != std::string::npos) {
+      throw Error(kExitConfig, Cat("sync.exclude: invalid pattern ", Quoted(p)), {},
+                  {"each item is one rsync pattern on one line: ss config set sync.exclude "
+                   "'node_modules, .git'"});
+    }
+  }
+  return out;
+}
+
+std::string RenderSyncExclude(const std::vector<std::string>& patterns) {
+  std::string text =
+      "# What syncs of a working copy never copy from ~/project-src/NAME to ~/projects/NAME:\n"
+      "# one rsync pattern per line (rsync --exclude-from). Written by ss from sync.exclude in\n"
+      "# config.yaml on the host; edit it there (ss config set sync.exclude ...), not here.\n";
+  for (const auto& p : patterns) text += p + "\n";
+  return text;
 }
 
 }  // namespace ss

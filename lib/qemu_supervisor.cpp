@@ -15,6 +15,7 @@
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "host_commands.hpp"
 #include "output.hpp"
 #include "packages.hpp"

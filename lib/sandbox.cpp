@@ -7,12 +7,13 @@
 #include <thread>
 
 #include "agent_config.hpp"
-#include "apply_base.hpp"
 #include "backend_qemu.hpp"
+#include "base_record.hpp"
 #include "deploy.hpp"
 #include "egress.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "image.hpp"
 #include "net_store.hpp"
 #include "output.hpp"
@@ -24,7 +25,6 @@
 #include "strings.hpp"
 #include "suggest.hpp"
 #include "timefmt.hpp"
-#include "working_copy.hpp"
 
 namespace ss {
 namespace {
@@ -49,14 +49,6 @@ Error CouldNotConnect(const std::string& why) {
   details.insert(details.end(), {"", "Try:", "  ss reset          # Reset VM",
                                  "  ss status         # Check VM status"});
   return Error(kExitUnavailable, "Could not connect to VM", details).AsBlock();
-}
-
-void ValidateSandboxName(const std::string& name) {
-  if (!IsSandboxName(name)) {
-    throw Error(kExitDataErr,
-                Cat("invalid sandbox name '", name,
-                    "': use lowercase letters, numbers and hyphens, starting with a letter"));
-  }
 }
 
 std::string ResolveSandboxName(const std::string& flag) {

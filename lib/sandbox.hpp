@@ -26,7 +26,6 @@ inline constexpr const char* kDefaultSandbox = "super-sandbox";
 
 // --sandbox, else SS_SANDBOX, else CLAUDE_SANDBOX, else "super-sandbox"; validated (exit 65).
 std::string ResolveSandboxName(const std::string& flag);
-void ValidateSandboxName(const std::string& name);
 // The sandbox --profile NAME runs in: the sandbox NAME, whose settings are profiles.NAME's (see
 // Config::SandboxValue). Throws ss::Error(64) when config.yaml has no such profile, or when
 // `sandbox_flag` (--sandbox) names another sandbox.

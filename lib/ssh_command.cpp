@@ -1,7 +1,6 @@
 #include "ssh_command.hpp"
 
 #include <signal.h>
-#include <sys/random.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -146,23 +145,6 @@ int RemoteExitStatus(int exit_status, std::string_view exit_signal) {
   if (exit_status >= 0) return exit_status & 0xff;
   int sig = SignalNumber(exit_signal);
   return sig > 0 ? 128 + sig : 255;
-}
-
-std::string RandomNonce() {
-  unsigned char bytes[8] = {};
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n <= 0) throw Error(kExitSoftware, "cannot read random bytes");
-    got += static_cast<size_t>(n);
-  }
-  std::string hex;
-  for (unsigned char b : bytes) {
-    char buf[3];
-    std::snprintf(buf, sizeof buf, "%02x", b);
-    hex += buf;
-  }
-  return hex;
 }
 
 MarkerFilter::MarkerFilter(std::string ready, std::string done)

@@ -53,9 +53,6 @@ int RemoteExitStatus(int exit_status, std::string_view exit_signal);
 const char* SignalName(int sig);
 int SignalNumber(std::string_view name);
 
-// A random nonce for markers (hex).
-std::string RandomNonce();
-
 // Hides the secret hand-shake from PTY output. Feed() returns the bytes to show: everything
 // before the ready marker, nothing from it through the done marker, everything after. A few bytes
 // that could start a marker are held back until they can be decided (or Flush()).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "ssh.hpp"
 #include "ssh_mux.hpp"

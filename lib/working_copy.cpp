@@ -85,27 +85,6 @@ void RequireCopyIn(const Config& config, const CopySource& source, const std::st
               {}, {"projects' copies live in the sandboxes that share the projects folder"});
 }
 
-std::vector<std::string> SyncExcludes(const Config& config) {
-  std::vector<std::string> out = config.List("sync.exclude");
-  for (const auto& p : out) {
-    if (Trim(p).empty() || p.find('\n') != std::string::npos || p.find('\r') != std::string::npos) {
-      throw Error(kExitConfig, Cat("sync.exclude: invalid pattern ", Quoted(p)), {},
-                  {"each item is one rsync pattern on one line: ss config set sync.exclude "
-                   "'node_modules, .git'"});
-    }
-  }
-  return out;
-}
-
-std::string RenderSyncExclude(const std::vector<std::string>& patterns) {
-  std::string text =
-      "# What syncs of a working copy never copy from ~/project-src/NAME to ~/projects/NAME:\n"
-      "# one rsync pattern per line (rsync --exclude-from). Written by ss from sync.exclude in\n"
-      "# config.yaml on the host; edit it there (ss config set sync.exclude ...), not here.\n";
-  for (const auto& p : patterns) text += p + "\n";
-  return text;
-}
-
 bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySource& source,
                         const std::string& sandbox) {
   const std::string& project = source.name;

@@ -28,13 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "provision.hpp"
+
 namespace ss {
 
 class Config;
 class SshConnection;
 struct Folder;
-
-inline constexpr const char* kSyncExcludeFile = "/etc/ss/sync-exclude";
 
 // What a working copy is a copy of: a copy-mode project, or a copy-mode folder (folders.hpp),
 // whose copy lives in the folder's own sandbox only.
@@ -63,11 +63,6 @@ std::string SyncStamp(const std::string& project);  // /home/sandbox/.ss/sync/NA
 
 // True when the project is in working-copy mode (projects.<name>.mode: copy).
 bool IsCopyMode(const Config& config, const std::string& project);
-
-// sync.exclude, checked: ss::Error(78) for an empty pattern or one with a line break.
-std::vector<std::string> SyncExcludes(const Config& config);
-// The text of /etc/ss/sync-exclude for these patterns (a comment header, then one per line).
-std::string RenderSyncExclude(const std::vector<std::string>& patterns);
 
 // Installs /etc/ss/sync-exclude when it changed and, for a `source` with a name, makes the
 // working-copy layout above (the first time, the copy is filled from the source, and its base

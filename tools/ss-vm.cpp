@@ -15,6 +15,7 @@
 #include "egress.hpp"
 #include "error.hpp"
 #include "health.hpp"
+#include "host.hpp"
 #include "host_setup.hpp"
 #include "image.hpp"
 #include "json_out.hpp"

@@ -14,6 +14,7 @@
 #include "error.hpp"
 #include "exit_code.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "process.hpp"
 #include "qemu_supervisor.hpp"
 #include "strings.hpp"

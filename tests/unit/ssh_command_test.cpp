@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "process.hpp"
 #include "strings.hpp"

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "ssh.hpp"
