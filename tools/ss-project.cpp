@@ -1,5 +1,5 @@
 // ss-project: projects on the host (ss new, ss list, ss delete, ss project show). The store
-// itself, and what keeps it whole under crashes and concurrent runs, is lib/project.hpp.
+// itself, and what keeps it whole under crashes and concurrent runs, is lib/project/project.hpp.
 #include <algorithm>
 #include <iostream>
 #include <string>

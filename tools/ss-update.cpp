@@ -1,5 +1,5 @@
 // ss-update: `ss update` checks the release feed and installs a newer release in place. The
-// feed, the checks and how the binaries are replaced: lib/update.hpp.
+// feed, the checks and how the binaries are replaced: lib/sandbox/update.hpp.
 #include <boost/program_options.hpp>
 #include <cstdlib>
 #include <iostream>

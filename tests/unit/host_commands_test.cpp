@@ -52,7 +52,8 @@ TEST(HostCommands, EveryProgramTheSourceRunsIsListed) {
   const std::regex call(R"re(\b(?:Run|RunChecked|Spawn|StartChild)\(\{"([^"]+)")re");
   int found = 0;
   for (const char* dir : {"lib", "tools"}) {
-    for (const auto& entry : std::filesystem::directory_iterator(Cat(SS_SOURCE_DIR, "/", dir))) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(Cat(SS_SOURCE_DIR, "/", dir))) {
       if (entry.path().extension() != ".cpp") continue;
       std::ifstream in(entry.path());
       std::stringstream text;
