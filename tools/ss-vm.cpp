@@ -8,7 +8,8 @@
 
 #include "agent_config.hpp"
 #include "backend.hpp"
-#include "backend_qemu.hpp"
+#include "backend_factory.hpp"
+#include "qemu_supervisor.hpp"
 #include "browser.hpp"
 #include "config.hpp"
 #include "deploy.hpp"

@@ -1,14 +1,7 @@
 #include "backend.hpp"
 
-#include <map>
-
-#include "backend_docker.hpp"
-#include "backend_lxd.hpp"
-#include "backend_qemu.hpp"
-#include "config.hpp"
 #include "error.hpp"
 #include "json_out.hpp"
-#include "paths.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -47,83 +40,6 @@ void RequireSnapshot(Backend& backend, const std::string& name, const std::strin
     if (s.name == snapshot) return;
   }
   throw Error(kExitNoInput, Cat("no snapshot '", snapshot, "' of '", name, "'"));
-}
-
-std::vector<std::string> BackendNames() { return {"qemu", "lxd", "docker", "podman"}; }
-
-namespace {
-std::map<std::string, std::function<std::unique_ptr<Backend>(const Config&)>>& Registry() {
-  static std::map<std::string, std::function<std::unique_ptr<Backend>(const Config&)>> r;
-  return r;
-}
-}  // namespace
-
-void RegisterBackend(const std::string& kind,
-                     std::function<std::unique_ptr<Backend>(const Config&)> factory) {
-  Registry()[kind] = std::move(factory);
-}
-
-std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config) {
-  if (auto it = Registry().find(kind); it != Registry().end()) return it->second(config);
-  if (kind == "lxd") return std::make_unique<LxdBackend>(config.String("lxd.remote"));
-  if (kind == "qemu") return std::make_unique<QemuBackend>(StateDir());
-  if (kind == "docker" || kind == "podman") return std::make_unique<ContainerBackend>(kind);
-  std::vector<std::string> names = BackendNames();
-  if (kind == "lume" || kind == "lima") {
-    throw Error(kExitUnavailable, Cat("the ", kind, " backend is not available in this build"), {},
-                {Cat("use one of: auto, ", Join(names, ", "))});
-  }
-  throw Error(kExitUsage, Cat("unknown or unavailable backend '", kind, "'"), {},
-              {Cat("use one of: auto, ", Join(names, ", "))});
-}
-
-BackendChoice ChooseBackend(const std::vector<std::string>& names,
-                            const std::function<Probe(const std::string&)>& probe) {
-  BackendChoice choice;
-  std::vector<std::string> passed_over;
-  for (const auto& name : names) {
-    Probe p = probe(name);
-    choice.probes.emplace_back(name, p);
-    if (p.usable && !p.degraded) {
-      choice.name = name;
-      choice.reason = Cat(name, ": ", p.reason);
-      if (!passed_over.empty())
-        choice.reason += Cat(" (passed over: ", Join(passed_over, "; "), ")");
-      return choice;
-    }
-    passed_over.push_back(Cat(name, ": ", p.reason));
-  }
-  // Nothing strong works: a backend that runs poorly is still better than none.
-  for (const auto& [name, p] : choice.probes) {
-    if (p.usable) {
-      choice.name = name;
-      std::vector<std::string> others;
-      for (const auto& [other, q] : choice.probes) {
-        if (other != name) others.push_back(Cat(other, ": ", q.reason));
-      }
-      choice.reason =
-          Cat(name, ": ", p.reason, ", the only backend that runs here (", Join(others, "; "), ")");
-      return choice;
-    }
-  }
-  std::vector<std::string> details;
-  for (const auto& [name, p] : choice.probes) {
-    details.push_back(Cat("  ", name, ": ", p.reason, p.fix.empty() ? "" : Cat(" (", p.fix, ")")));
-  }
-  throw Error(kExitUnavailable, "no sandbox backend can run on this machine", details,
-              {"set one up: ss vm setup --backend lxd (or qemu, docker, podman)"});
-}
-
-BackendChoice ChooseBackend(const Config& config) {
-  return ChooseBackend(BackendNames(), [&](const std::string& name) {
-    try {
-      return MakeBackend(name, config)->CheckHost();
-    } catch (const Error& e) {
-      Probe p;
-      p.reason = e.what();
-      return p;
-    }
-  });
 }
 
 }  // namespace ss

@@ -145,25 +145,4 @@ class Backend {
 // Throws ss::Error(66) "no snapshot 'S' of 'NAME'" unless `backend` has that snapshot.
 void RequireSnapshot(Backend& backend, const std::string& name, const std::string& snapshot);
 
-// The backend called `kind` ("lxd", "docker", ...). Throws ss::Error(64) for an unknown kind.
-std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config);
-// Makes `kind` known to MakeBackend (tests register the in-memory fake this way).
-void RegisterBackend(const std::string& kind,
-                     std::function<std::unique_ptr<Backend>(const Config&)> factory);
-// The backends this build knows, in `auto` preference order: qemu, lxd, docker, podman.
-std::vector<std::string> BackendNames();
-
-// What `auto` decides: the strongest isolation that works here. QEMU with hardware acceleration,
-// then LXD (its daemon answering), Docker, Podman, and QEMU without acceleration last.
-struct BackendChoice {
-  std::string name;
-  std::string reason;                                 // why this one, in words
-  std::vector<std::pair<std::string, Probe>> probes;  // every backend's probe, in order
-};
-// `probe` answers for one backend (tests pass their own). Throws ss::Error(69) listing why each
-// one cannot run when none can.
-BackendChoice ChooseBackend(const std::vector<std::string>& names,
-                            const std::function<Probe(const std::string&)>& probe);
-BackendChoice ChooseBackend(const Config& config);
-
 }  // namespace ss

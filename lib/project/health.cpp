@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend.hpp"
+#include "backend_factory.hpp"
 #include "browser.hpp"
 #include "config.hpp"
 #include "error.hpp"

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "agent_config.hpp"
-#include "backend_qemu.hpp"
+#include "backend_factory.hpp"
 #include "base_record.hpp"
 #include "deploy.hpp"
 #include "egress.hpp"

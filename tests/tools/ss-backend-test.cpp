@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "backend.hpp"
+#include "backend_factory.hpp"
 #include "config.hpp"
 #include "error.hpp"
 

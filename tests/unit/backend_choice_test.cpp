@@ -4,6 +4,7 @@
 #include <map>
 
 #include "backend.hpp"
+#include "backend_factory.hpp"
 #include "error.hpp"
 
 namespace ss {

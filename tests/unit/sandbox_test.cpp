@@ -1,5 +1,6 @@
 // The sandbox layer against the in-memory backend: names, the backend recorded at creation,
 // resources, machines ss did not make, stop and delete.
+#include "backend_factory.hpp"
 #include "sandbox.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // Snapshots through the sandbox layer, against the in-memory backend: names, the default name,
 // taking, listing and deleting, and what a restore brings back.
+#include "backend_factory.hpp"
 #include "snapshot.hpp"
 
 #include <gtest/gtest.h>
