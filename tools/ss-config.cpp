@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "config.hpp"
+#include "config_edit.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "json_out.hpp"

@@ -6,6 +6,7 @@
 
 #include "apply_base.hpp"
 #include "config.hpp"
+#include "config_edit.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
 #include "folders.hpp"

@@ -1,4 +1,5 @@
-// config.yaml: the schema, loading with exact errors, and edits that keep the user's file.
+// config.yaml, loaded with exact errors (config_schema.hpp has its keys, config_edit.hpp the
+// edits that keep the user's file).
 //
 // Every key is a row of the schema (ConfigSchema()); a section is just a dotted prefix, so adding
 // a key or a section is adding a row. "sandboxes.*.x" rows match any sandbox name. Values are
@@ -12,48 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "config_schema.hpp"
 #include "error.hpp"
 #include "json_out.hpp"
-#include "sandbox_name.hpp"
 
 namespace ss {
-
-enum class ValueType { kInt, kSize, kBool, kString, kEnum, kStringList };
-
-struct KeySpec {
-  std::string key;  // dotted path; "*" matches one name ("sandboxes.*.cpus")
-  ValueType type;
-  std::string description;
-  std::vector<std::string> choices;  // kEnum
-  // Bounds for kInt and kSize (computed from the host where the range depends on it).
-  int64_t (*min)() = nullptr;
-  int64_t (*max)() = nullptr;
-  std::string range_note;             // e.g. "host cores" — how the bound was chosen
-  Json (*default_value)() = nullptr;  // null Json: no default (unset)
-  std::string alias;                  // the spec's short name ("cpus")
-};
-
-const std::vector<KeySpec>& ConfigSchema();
-
-// Resolves an alias and matches wildcards: "cpus" → "vm.cpus"; "sandboxes.work.cpus" →
-// the "sandboxes.*.cpus" row. Returns nullptr for an unknown key.
-const KeySpec* FindKeySpec(std::string_view key, std::string* canonical = nullptr);
-
-// Every key a user may name, for messages and completion ("cpus, memory, disk, version, ...").
-std::vector<std::string> ValidKeyNames();
-// "unknown config key: foo" + the valid keys + a did-you-mean (exit 64).
-Error UnknownKeyError(std::string_view key);
-
-// Checks one value; on failure returns the problem ("must be between 2 and 8 (host cores)").
-// `as_written` (the user's text, when there was one) names the value in the message.
-std::optional<std::string> CheckValue(const KeySpec& spec, const Json& value,
-                                      std::string_view as_written = {});
-// Parses command-line text for a key ("16gb" → bytes, "true", "a,b" → list). Throws ss::Error.
-Json ParseValueText(const KeySpec& spec, std::string_view key, std::string_view text);
-// The config-file form of a value: "16GB", "true", "a, b".
-std::string FormatValue(const KeySpec& spec, const Json& value);
-// The valid range or choices, for messages: "2 .. 8 (host cores)", "auto, qemu, lxd".
-std::string DescribeRange(const KeySpec& spec);
 
 class Config {
  public:
@@ -107,16 +71,5 @@ class Config {
   bool exists_ = false;
   std::map<std::string, Json> values_;
 };
-
-// Sets key to text in the file at `path` (created when missing), keeping the rest of the file
-// as written: comments, key order and formatting. Validates the whole result before replacing
-// the file atomically under a lock. Returns the canonical key and the value stored.
-std::pair<std::string, Json> SetConfigValue(const std::string& path, std::string_view key,
-                                            std::string_view text);
-
-// Removes `key` (a section such as "projects.app", with every key below it) from the file at
-// `path`, keeping the rest as written where it can; checked as SetConfigValue checks. Nothing
-// happens when the key is not set.
-void UnsetConfigSection(const std::string& path, std::string_view key);
 
 }  // namespace ss

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config.hpp"
+#include "config_edit.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "strings.hpp"

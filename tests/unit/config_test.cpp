@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "config_edit.hpp"
 #include "fs.hpp"
 #include "host.hpp"
 #include "size.hpp"
