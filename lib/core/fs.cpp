@@ -19,9 +19,8 @@
 #include "strings.hpp"
 
 namespace ss {
-namespace {
 
-[[noreturn]] void IoError(std::string_view what, const std::string& path, int err) {
+void IoError(std::string_view what, const std::string& path, int err) {
   throw Error(err == ENOENT                   ? kExitNoInput
               : err == EACCES || err == EPERM ? kExitNoPerm
                                               : kExitIoErr,
@@ -38,8 +37,6 @@ void WriteAll(int fd, std::string_view data, const std::string& path) {
     data.remove_prefix(static_cast<size_t>(n));
   }
 }
-
-}  // namespace
 
 std::optional<std::string> ReadFileIfExists(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

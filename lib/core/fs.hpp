@@ -13,6 +13,12 @@
 
 namespace ss {
 
+// Throws the ss::Error for `err` (errno) met doing `what` ("read", "write") to `path`: 66 when it
+// is missing, 77 when permission is denied, 74 otherwise.
+[[noreturn]] void IoError(std::string_view what, const std::string& path, int err);
+// Writes all of `data` to `fd` (through EINTR); IoError naming `path` when it cannot.
+void WriteAll(int fd, std::string_view data, const std::string& path);
+
 std::string ReadFile(const std::string& path);  // throws ss::Error (66 missing, 74 I/O)
 std::optional<std::string> ReadFileIfExists(const std::string& path);
 bool PathExists(const std::string& path);   // lstat: a dangling symlink exists

@@ -16,24 +16,14 @@
 #include <thread>
 #include <utility>
 
+#include "fd.hpp"
+
 namespace ss {
 namespace {
 
-// An open directory shared by the tasks of its subdirectories: it closes when the last of them
-// has opened its own.
-struct DirFd {
-  explicit DirFd(int f) : fd(f) {}
-  DirFd(const DirFd&) = delete;
-  DirFd& operator=(const DirFd&) = delete;
-  ~DirFd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int fd;
-};
-
 struct Task {
   size_t tree;
-  std::shared_ptr<DirFd> parent;  // null: use the root's dir_fd
+  std::shared_ptr<Fd> parent;  // an open folder shared by its subfolders' tasks; null: the root
   int parent_fd;
   std::string name;
 };
@@ -161,7 +151,7 @@ class Walker {
       }
       return;
     }
-    auto dir = std::make_shared<DirFd>(fd);
+    auto dir = std::make_shared<Fd>(fd);
     struct stat st;
     if (::fstat(fd, &st) == 0) tree.bytes += st.st_size;
     int64_t bytes = 0;

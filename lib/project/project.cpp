@@ -12,12 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <thread>
 #include <utility>
 
+#include "digest.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "fs_at.hpp"
 #include "host_commands.hpp"
 #include "json_out.hpp"
 #include "paths.hpp"
@@ -40,98 +41,18 @@ constexpr const char* kFallbackEmail = "noreply@supersandbox.dev";
 constexpr size_t kMaxMetadataBytes = 64 * 1024;
 constexpr auto kLockWait = std::chrono::seconds(10);
 
-// ---------------------------------------------------------------------------------------------
-// File descriptors and errors
 
-[[noreturn]] void SysError(std::string_view what, const std::string& path, int err) {
-  throw Error(err == ENOENT                   ? kExitNoInput
-              : err == EACCES || err == EPERM ? kExitNoPerm
-                                              : kExitIoErr,
-              Cat("cannot ", what, " '", DisplayPath(path), "': ", std::strerror(err)));
-}
 
-// A folder entry, opened without following a symbolic link.
-int OpenDirAt(int dir_fd, const std::string& name) {
-  return ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
 
-std::string RandomSuffix() {
-  static thread_local std::mt19937_64 rng([] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
-  }());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
-}
 
-// The names in a folder (without "." and ".."), with their d_type.
-std::vector<std::pair<std::string, unsigned char>> ReadDirAt(int fd) {
-  std::vector<std::pair<std::string, unsigned char>> out;
-  int list_fd = ::dup(fd);
-  if (list_fd < 0) return out;
-  ::fcntl(list_fd, F_SETFD, FD_CLOEXEC);
-  DIR* d = ::fdopendir(list_fd);
-  if (d == nullptr) {
-    ::close(list_fd);
-    return out;
-  }
-  ::rewinddir(d);
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n == "." || n == "..") continue;
-    out.emplace_back(n, e->d_type);
-  }
-  ::closedir(d);
-  return out;
-}
 
-void RemoveDirAt(int parent_fd, const std::string& name, const std::string& shown);
-
-// Removes `name` in `parent_fd`, whatever it is, never following a symbolic link. Tolerates
-// entries that disappear meanwhile (two cleaners, or a killed creator's orphaned git).
-void RemoveEntryAt(int parent_fd, const std::string& name, unsigned char type,
-                   const std::string& shown) {
-  if (type == DT_DIR) {
-    RemoveDirAt(parent_fd, name, shown);
-    return;
-  }
-  if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
-  if (errno == EISDIR || errno == EPERM) {
-    RemoveDirAt(parent_fd, name, shown);
-    return;
-  }
-  SysError("remove", Cat(shown, "/", name), errno);
-}
-
-void RemoveDirAt(int parent_fd, const std::string& name, const std::string& shown) {
-  std::string path = Cat(shown, "/", name);
-  for (int attempt = 0;; ++attempt) {
-    Fd fd(OpenDirAt(parent_fd, name));
-    if (!fd.ok()) {
-      if (errno == ENOENT) return;
-      if (errno == ENOTDIR || errno == ELOOP) {
-        if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
-      }
-      SysError("remove", path, errno);
-    }
-    for (const auto& [child, type] : ReadDirAt(fd.get())) {
-      RemoveEntryAt(fd.get(), child, type, path);
-    }
-    fd.Close();
-    if (::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return;
-    // Something wrote into it meanwhile: go round again.
-    if ((errno == ENOTEMPTY || errno == EEXIST) && attempt < 20) continue;
-    SysError("remove", path, errno);
-  }
-}
 
 // Waits for an flock on `fd` (a folder), up to kLockWait.
 void LockFd(int fd, const std::string& what) {
   auto deadline = std::chrono::steady_clock::now() + kLockWait;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) SysError("lock", what, errno);
+    if (errno != EWOULDBLOCK) PathError("lock", what, errno);
     if (std::chrono::steady_clock::now() >= deadline) {
       throw Error(kExitTempFail,
                   Cat("project '", Basename(what), "' is busy: another ss command holds its lock"),
@@ -141,90 +62,10 @@ void LockFd(int fd, const std::string& what) {
   }
 }
 
-bool SameFile(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
 
-// Renames without replacing: false when `to` exists.
-bool RenameNoReplace(int dir_fd, const std::string& from, const std::string& to) {
-#ifdef RENAME_NOREPLACE
-  if (::renameat2(dir_fd, from.c_str(), dir_fd, to.c_str(), RENAME_NOREPLACE) == 0) return true;
-  if (errno == EEXIST || errno == ENOTEMPTY) return false;
-  if (errno != EINVAL && errno != ENOSYS) SysError("rename", from, errno);
-#endif
-  // A file system without RENAME_NOREPLACE: check and rename under the folder's lock, which
-  // every creator on this path takes.
-  if (::flock(dir_fd, LOCK_EX) != 0) SysError("lock", from, errno);
-  struct stat st;
-  bool taken = ::fstatat(dir_fd, to.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  int rc = taken ? -1 : ::renameat(dir_fd, from.c_str(), dir_fd, to.c_str());
-  int err = errno;
-  ::flock(dir_fd, LOCK_UN);
-  if (taken) return false;
-  if (rc != 0) {
-    if (err == EEXIST || err == ENOTEMPTY) return false;
-    SysError("rename", from, err);
-  }
-  return true;
-}
 
-void WriteAllFd(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      SysError("write", path, errno);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
 
-// A new file in `dir_fd` (fails when it exists, never follows a link).
-void CreateFileAt(int dir_fd, const std::string& name, std::string_view data,
-                  const std::string& shown) {
-  std::string path = Cat(shown, "/", name);
-  Fd fd(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
-  if (!fd.ok()) SysError("create", path, errno);
-  WriteAllFd(fd.get(), data, path);
-  if (::close(fd.Release()) != 0) SysError("write", path, errno);
-}
 
-// Reads a small regular file in `dir_fd` without following a link; nullopt when missing.
-std::optional<std::string> ReadSmallFileAt(int dir_fd, const char* name, std::string* problem) {
-  Fd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd.ok()) {
-    if (errno == ENOENT) return std::nullopt;
-    *problem = errno == ELOOP ? Cat(name, " is a symbolic link")
-                              : Cat("cannot read ", name, ": ", std::strerror(errno));
-    return std::string();
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    *problem = Cat(name, " is not a file");
-    return std::string();
-  }
-  if (static_cast<size_t>(st.st_size) > kMaxMetadataBytes) {
-    *problem = Cat(name, " is larger than ", kMaxMetadataBytes / 1024, " KB");
-    return std::string();
-  }
-  std::string out;
-  char buf[8192];
-  while (true) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *problem = Cat("cannot read ", name, ": ", std::strerror(errno));
-      return std::string();
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > kMaxMetadataBytes) {
-      *problem = Cat(name, " is larger than ", kMaxMetadataBytes / 1024, " KB");
-      return std::string();
-    }
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Metadata on disk
@@ -252,7 +93,7 @@ MetadataRead ReadMetadataAt(int project_fd) {
     return r;
   }
   std::string problem;
-  auto text = ReadSmallFileAt(ss.get(), "metadata.json", &problem);
+  auto text = ReadSmallFileAt(ss.get(), "metadata.json", kMaxMetadataBytes, &problem);
   if (!text) {
     r.state = MetadataState::kMissing;
     r.problem = ".ss/metadata.json is missing";
@@ -281,26 +122,26 @@ void WriteMetadataAt(int project_fd, const std::string& project_path,
   if (!ss.ok()) {
     if (errno == ENOTDIR || errno == ELOOP) {
       if (::unlinkat(project_fd, ".ss", 0) != 0 && errno != ENOENT) {
-        SysError("remove", ss_path, errno);
+        PathError("remove", ss_path, errno);
       }
     } else if (errno != ENOENT) {
-      SysError("open", ss_path, errno);
+      PathError("open", ss_path, errno);
     }
     if (::mkdirat(project_fd, ".ss", 0777) != 0 && errno != EEXIST) {
-      SysError("create", ss_path, errno);
+      PathError("create", ss_path, errno);
     }
     ss = Fd(OpenDirAt(project_fd, ".ss"));
-    if (!ss.ok()) SysError("open", ss_path, errno);
+    if (!ss.ok()) PathError("open", ss_path, errno);
   }
-  std::string tmp = Cat(".metadata.json.", RandomSuffix());
+  std::string tmp = Cat(".metadata.json.", RandomNonce());
   std::string tmp_path = Cat(ss_path, "/", tmp);
   {
     Fd fd(::openat(ss.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                    0644));
-    if (!fd.ok()) SysError("create", tmp_path, errno);
+    if (!fd.ok()) PathError("create", tmp_path, errno);
     try {
-      WriteAllFd(fd.get(), FormatMetadata(metadata), tmp_path);
-      if (::fsync(fd.get()) != 0) SysError("sync", tmp_path, errno);
+      WriteAll(fd.get(), FormatMetadata(metadata), DisplayPath(tmp_path));
+      if (::fsync(fd.get()) != 0) PathError("sync", tmp_path, errno);
     } catch (...) {
       ::unlinkat(ss.get(), tmp.c_str(), 0);
       throw;
@@ -317,7 +158,7 @@ void WriteMetadataAt(int project_fd, const std::string& project_path,
       err = errno;
     }
     ::unlinkat(ss.get(), tmp.c_str(), 0);
-    SysError("replace", ss_path + "/metadata.json", err);
+    PathError("replace", ss_path + "/metadata.json", err);
   }
   ::fsync(ss.get());
 }
@@ -327,7 +168,7 @@ std::string GitHubRepoOfCheckout(int project_fd) {
   Fd git(OpenDirAt(project_fd, ".git"));
   if (!git.ok()) return "";
   std::string problem;
-  auto config = ReadSmallFileAt(git.get(), "config", &problem);
+  auto config = ReadSmallFileAt(git.get(), "config", kMaxMetadataBytes, &problem);
   if (!config || !problem.empty()) return "";
   bool in_origin = false;
   for (const auto& raw : SplitLines(*config)) {
@@ -451,7 +292,7 @@ void ExcludeMetadataFromGit(int project_fd) {
   Fd info(OpenDirAt(git.get(), "info"));
   if (!info.ok()) return;
   std::string problem;
-  auto current = ReadSmallFileAt(info.get(), "exclude", &problem);
+  auto current = ReadSmallFileAt(info.get(), "exclude", kMaxMetadataBytes, &problem);
   if (current && !problem.empty()) return;  // not a plain file: leave it
   if (current) {
     for (const auto& line : SplitLines(*current)) {
@@ -491,9 +332,9 @@ OpenResult OpenProjectAt(int base_fd, const std::string& name, OpenProject& out)
       return S_ISLNK(st.st_mode) ? OpenResult::kLink : OpenResult::kNotFolder;
     }
     if (errno == ENOENT) return OpenResult::kMissing;
-    SysError("open", name, err);
+    PathError("open", name, err);
   }
-  if (::fstat(out.fd.get(), &out.st) != 0) SysError("open", name, errno);
+  if (::fstat(out.fd.get(), &out.st) != 0) PathError("open", name, errno);
   return OpenResult::kOk;
 }
 
@@ -665,7 +506,7 @@ std::vector<Project> ProjectStore::List(std::vector<std::string>* skipped) {
   Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!base.ok()) {
     if (errno == ENOENT) return out;
-    SysError("read", base_dir_, errno);
+    PathError("read", base_dir_, errno);
   }
   bool garbage = false;
   for (const auto& [name, type] : ReadDirAt(base.get())) {
@@ -843,7 +684,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     MakeDirs(base_dir_);
   }
   Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!base.ok()) SysError("open", base_dir_, errno);
+  if (!base.ok()) PathError("open", base_dir_, errno);
   struct stat st;
   if (::fstatat(base.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode)) throw AlreadyExistsError(name);
@@ -867,20 +708,20 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
   // The hidden folder the project is built in, locked before anyone can see it unlocked.
   std::string tmp_name;
   Fd tmp;
-  if (::flock(base.get(), LOCK_SH) != 0) SysError("lock", base_dir_, errno);
+  if (::flock(base.get(), LOCK_SH) != 0) PathError("lock", base_dir_, errno);
   for (int attempt = 0; attempt < 100 && !tmp.ok(); ++attempt) {
-    tmp_name = Cat(kNewPrefix, name, ".", RandomSuffix());
+    tmp_name = Cat(kNewPrefix, name, ".", RandomNonce());
     if (::mkdirat(base.get(), tmp_name.c_str(), 0777) != 0) {
       if (errno == EEXIST) continue;
       int err = errno;
       ::flock(base.get(), LOCK_UN);
-      SysError("create a folder in", base_dir_, err);
+      PathError("create a folder in", base_dir_, err);
     }
     tmp = Fd(OpenDirAt(base.get(), tmp_name));
     if (!tmp.ok() || ::flock(tmp.get(), LOCK_EX) != 0) {
       int err = errno;
       ::flock(base.get(), LOCK_UN);
-      SysError("open", Cat(base_dir_, "/", tmp_name), err);
+      PathError("open", Cat(base_dir_, "/", tmp_name), err);
     }
   }
   ::flock(base.get(), LOCK_UN);
@@ -944,7 +785,7 @@ Project ProjectStore::Delete(std::string_view name_view) {
     Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!base.ok()) {
       if (errno == ENOENT) throw NotFoundError(name);
-      SysError("open", base_dir_, errno);
+      PathError("open", base_dir_, errno);
     }
     OpenProject p;
     OpenResult r = OpenProjectAt(base.get(), name, p);
@@ -964,7 +805,7 @@ Project ProjectStore::Delete(std::string_view name_view) {
     std::string trash;
     bool moved = false;
     for (int i = 0; i < 100 && !moved; ++i) {
-      trash = Cat(kDelPrefix, name, ".", RandomSuffix());
+      trash = Cat(kDelPrefix, name, ".", RandomNonce());
       if (RenameNoReplace(base.get(), name, trash)) {
         moved = true;
       } else if (!StillThere(base.get(), name, p.st)) {
@@ -990,7 +831,7 @@ Project UpdateMetadata(ProjectStore& store, const std::string& base_dir, const s
     Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!base.ok()) {
       if (errno == ENOENT) throw store.NotFoundError(name);
-      SysError("open", base_dir, errno);
+      PathError("open", base_dir, errno);
     }
     OpenProject p;
     std::string path = Cat(base_dir, "/", name);
@@ -1027,7 +868,7 @@ std::optional<Project> ProjectStore::Find(std::string_view name_view) const {
   Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!base.ok()) {
     if (errno == ENOENT) return std::nullopt;
-    SysError("open", base_dir_, errno);
+    PathError("open", base_dir_, errno);
   }
   std::string path = Cat(base_dir_, "/", name);
   OpenProject p;

@@ -93,7 +93,7 @@ SharedCommand Decode(std::string_view body) {
   return c;
 }
 
-bool WriteAll(int fd, std::string_view data) {
+bool SendAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -229,7 +229,7 @@ class Master {
       if (!error.empty()) status = 255;
       int32_t st = status;
       s->flags.clear();  // restore the caller's descriptors before it goes on
-      WriteAll(s->socket.native_handle(), std::string_view(reinterpret_cast<char*>(&st), 4));
+      SendAll(s->socket.native_handle(), std::string_view(reinterpret_cast<char*>(&st), 4));
       asio::error_code ignored;
       s->socket.close(ignored);
       if (--active_ == 0) ArmIdle();
@@ -281,7 +281,7 @@ void EndShareMaster(const std::string& sandbox) {
   if (fd < 0) return;
   char header[8] = {};
   std::memcpy(header, kQuitMagic, 4);
-  WriteAll(fd, std::string_view(header, sizeof header));
+  SendAll(fd, std::string_view(header, sizeof header));
   ::close(fd);
 }
 
@@ -307,7 +307,7 @@ std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& co
   cm->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
   if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof header) ||
-      !WriteAll(fd, body)) {
+      !SendAll(fd, body)) {
     ::close(fd);
     return std::nullopt;  // a master on its way out: run the command the long way
   }
@@ -333,7 +333,7 @@ std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& co
     if (p[1].revents & POLLIN) {
       unsigned char sig;
       while (::read(pipefd[0], &sig, 1) == 1)
-        WriteAll(fd, std::string_view(reinterpret_cast<char*>(&sig), 1));
+        SendAll(fd, std::string_view(reinterpret_cast<char*>(&sig), 1));
     }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       int32_t st;
