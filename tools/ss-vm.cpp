@@ -9,7 +9,6 @@
 #include "agent_config.hpp"
 #include "backend.hpp"
 #include "backend_factory.hpp"
-#include "qemu_supervisor.hpp"
 #include "browser.hpp"
 #include "config.hpp"
 #include "deploy.hpp"

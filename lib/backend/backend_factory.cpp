@@ -19,8 +19,7 @@ namespace {
 std::map<std::string, BackendFactory>& Registry() {
   static std::map<std::string, BackendFactory> r = {
       {"qemu", [](const Config&) { return std::make_unique<QemuBackend>(StateDir()); }},
-      {"lxd",
-       [](const Config& c) { return std::make_unique<LxdBackend>(c.String("lxd.remote")); }},
+      {"lxd", [](const Config& c) { return std::make_unique<LxdBackend>(c.String("lxd.remote")); }},
       {"docker", [](const Config&) { return std::make_unique<ContainerBackend>("docker"); }},
       {"podman", [](const Config&) { return std::make_unique<ContainerBackend>("podman"); }},
   };

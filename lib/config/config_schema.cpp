@@ -483,5 +483,4 @@ std::string FormatValue(const KeySpec& spec, const Json& value) {
   }
 }
 
-
 }  // namespace ss

@@ -41,12 +41,6 @@ constexpr const char* kFallbackEmail = "noreply@supersandbox.dev";
 constexpr size_t kMaxMetadataBytes = 64 * 1024;
 constexpr auto kLockWait = std::chrono::seconds(10);
 
-
-
-
-
-
-
 // Waits for an flock on `fd` (a folder), up to kLockWait.
 void LockFd(int fd, const std::string& what) {
   auto deadline = std::chrono::steady_clock::now() + kLockWait;
@@ -61,11 +55,6 @@ void LockFd(int fd, const std::string& what) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
-
-
-
-
-
 
 // ---------------------------------------------------------------------------------------------
 // Metadata on disk

@@ -1,6 +1,5 @@
 // The sandbox layer against the in-memory backend: names, the backend recorded at creation,
 // resources, machines ss did not make, stop and delete.
-#include "backend_factory.hpp"
 #include "sandbox.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +9,7 @@
 
 #include <functional>
 
+#include "backend_factory.hpp"
 #include "backend_fake.hpp"
 #include "deploy.hpp"
 #include "error.hpp"

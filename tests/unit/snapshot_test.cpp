@@ -1,11 +1,11 @@
 // Snapshots through the sandbox layer, against the in-memory backend: names, the default name,
 // taking, listing and deleting, and what a restore brings back.
-#include "backend_factory.hpp"
 #include "snapshot.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "backend_factory.hpp"
 #include "backend_fake.hpp"
 #include "error.hpp"
 #include "fs.hpp"
