@@ -575,8 +575,8 @@ void ChooseFolderMode(const Options& o, Folder& folder) {
 // `ss run [DIR]`, `ss .`: any folder of the host, in its own sandbox (or --profile's).
 int RunFolder(const Options& o) {
   if (o.words.size() > 1) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
-                {"usage: ss run [DIR] [-t | -- CMD [ARGS...]]"});
+    throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss run",
+                     {"usage: ss run [DIR] [-t | -- CMD [ARGS...]]"});
   }
   Folder folder = OpenFolder(o.words.empty() ? "." : o.words[0]);
   ChooseFolderMode(o, folder);
@@ -703,7 +703,7 @@ std::string OptionalProject(const Options& o, size_t max_words) {
 }
 
 int SshConfig(const Options& o) {
-  if (o.words.size() > 1) throw Error(kExitUsage, "usage: ss ssh-config [SANDBOX]");
+  if (o.words.size() > 1) throw UsageError("usage: ss ssh-config [SANDBOX]", "ss ssh-config");
   Options copy = o;
   if (!o.words.empty()) copy.sandbox = o.words[0];
   Session s(copy);
@@ -783,8 +783,8 @@ int RunOptions(const Options& o) {
   }
   if (o.verb == "claude-run") {
     if (o.words.empty() || o.words.size() > 2) {
-      throw Error(kExitUsage, "usage: ss claude-run [PROJECT] PROMPT", {},
-                  {"quote the prompt: ss claude-run my-app 'fix the tests'"});
+      throw UsageError("usage: ss claude-run [PROJECT] PROMPT", "ss claude-run",
+                       {"quote the prompt: ss claude-run my-app 'fix the tests'"});
     }
     std::string project;
     if (o.words.size() == 2) {
@@ -798,7 +798,7 @@ int RunOptions(const Options& o) {
   }
   if (o.verb == "exec") {
     if (!o.has_command || o.command.empty()) {
-      throw Error(kExitUsage, "usage: ss exec [PROJECT] -- CMD [ARGS...]");
+      throw UsageError("usage: ss exec [PROJECT] -- CMD [ARGS...]", "ss exec");
     }
     std::string project = OptionalProject(o, 1);
     Session s(o);

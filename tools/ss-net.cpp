@@ -122,7 +122,7 @@ struct Options {
 
 Options ParseArgs(const Args& args) {
   Options o;
-  auto usage = [](std::string why) { return Error(kExitUsage, why, {}, {"see 'ss-net --help'"}); };
+  auto usage = [](std::string why) { return UsageError(std::move(why), "ss net"); };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {

@@ -204,21 +204,20 @@ int Run(const Options& o) {
   if (std::find(Commands().begin(), Commands().end(), cmd) == Commands().end()) {
     std::vector<std::string> hints;
     if (auto guess = Suggest(cmd, Commands())) hints.push_back(Cat("did you mean '", *guess, "'?"));
-    hints.push_back("see 'ss-snap --help'");
-    throw Error(kExitUsage, Cat("unknown command '", cmd, "'"), {}, hints);
+    throw UsageError(Cat("unknown command '", cmd, "'"), "ss snap", hints);
   }
   // The command line is checked before anything is asked of the backend.
   bool deleting = cmd == "snapshot" && o.words.size() >= 2 && o.words[1] == "delete";
   if (deleting && o.words.size() != 3) {
-    throw Error(kExitUsage, "usage: ss snapshot delete NAME");
+    throw UsageError("usage: ss snapshot delete NAME", "ss snapshot");
   } else if (cmd == "snapshot" && !deleting && o.words.size() > 2) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"), {},
-                {"usage: ss snapshot [NAME]"});
+    throw UsageError(Cat("unexpected argument '", o.words[2], "'"), "ss snapshot",
+                     {"usage: ss snapshot [NAME]"});
   } else if (cmd == "restore" && o.words.size() != 2) {
-    throw Error(kExitUsage, "usage: ss restore NAME");
+    throw UsageError("usage: ss restore NAME", "ss restore");
   } else if ((cmd == "list" || cmd == "ls") && o.words.size() > 1) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
-                {"usage: ss snapshots [--json]"});
+    throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss snapshots",
+                     {"usage: ss snapshots [--json]"});
   }
   if (o.words.size() >= 2 && !deleting) ValidateSnapshotName(o.words[1]);
   if (deleting) ValidateSnapshotName(o.words[2]);

@@ -102,7 +102,7 @@ Options ParseArgs(const Args& args) {
   if (o.timeout <= 0) {
     throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
   }
-  CheckOptionUse(given, o.words.empty() ? "" : o.words[0], OptionUses(), "ss ", "ss-sync --help");
+  CheckOptionUse(given, o.words.empty() ? "" : o.words[0], OptionUses(), "ss ", "ss sync --help");
   return o;
 }
 
@@ -400,7 +400,8 @@ std::string RemoteBase(const Options& o, const Config& config, Connection& c) {
 int Transfer(const Options& o, const Config& config) {
   bool push = o.words[0] == "push";
   if (o.words.size() != 3) {
-    throw Error(kExitUsage, push ? "usage: ss push LOCAL REMOTE" : "usage: ss pull REMOTE LOCAL");
+    throw UsageError(push ? "usage: ss push LOCAL REMOTE" : "usage: ss pull REMOTE LOCAL",
+                     push ? "ss push" : "ss pull");
   }
   for (const auto& w : {o.words[1], o.words[2]}) {
     if (w.empty()) throw Error(kExitUsage, "empty path", {}, {"name a file or directory"});
@@ -455,8 +456,7 @@ int Run(const Options& o) {
   if (std::find(Commands().begin(), Commands().end(), cmd) == Commands().end()) {
     std::vector<std::string> hints;
     if (auto guess = Suggest(cmd, Commands())) hints.push_back(Cat("did you mean '", *guess, "'?"));
-    hints.push_back("see 'ss-sync --help'");
-    throw Error(kExitUsage, Cat("unknown command '", cmd, "'"), {}, hints);
+    throw UsageError(Cat("unknown command '", cmd, "'"), "ss sync", hints);
   }
   Config config = Config::Load();
   if (cmd == "sync") return Sync(o, config);

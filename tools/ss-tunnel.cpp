@@ -63,7 +63,7 @@ struct Options {
 
 Options ParseArgs(const Args& args) {
   Options o;
-  auto usage_hint = std::vector<std::string>{"see 'ss-tunnel --help'"};
+  auto usage_hint = std::vector<std::string>{"see 'ss tunnel --help'"};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     // ssh's short options take their value attached or as the next word.

@@ -563,7 +563,7 @@ int Image(const Options& o) {
   std::string action = o.words.size() > 1 ? o.words[1] : "";
   if (action == "build") {
     if (o.words.size() != 2)
-      throw Error(kExitUsage, "usage: ss vm image build [--release R] [--mirror URL] [--force]");
+      throw UsageError("usage: ss vm image build [--release R] [--mirror URL] [--force]", "ss vm");
     ImageBuildOptions b = ImageOptionsFrom(Config::Load());
     b.release = o.release;
     b.mirror = o.mirror;
@@ -617,7 +617,7 @@ int Image(const Options& o) {
     return 0;
   }
   if (action == "rm") {
-    if (o.words.size() != 3) throw Error(kExitUsage, "usage: ss vm image rm ID");
+    if (o.words.size() != 3) throw UsageError("usage: ss vm image rm ID", "ss vm");
     auto image = FindImage(o.words[2]);
     if (!image) {
       std::vector<std::string> ids;
@@ -717,8 +717,8 @@ int PrintChecks(const std::vector<CheckResult>& checks, const Options& o, Json d
 
 int HealthCheck(const Options& o, const Config& config) {
   if (o.words.size() > 2) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"), {},
-                {"usage: ss health-check [SANDBOX]"});
+    throw UsageError(Cat("unexpected argument '", o.words[2], "'"), "ss health-check",
+                     {"usage: ss health-check [SANDBOX]"});
   }
   std::string name = o.words.size() == 2 ? o.words[1] : ResolveSandboxName(o.sandbox);
   ValidateSandboxName(name);
@@ -735,8 +735,8 @@ int HealthCheck(const Options& o, const Config& config) {
 
 int Doctor(const Options& o, const Config& config) {
   if (o.words.size() > 1) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
-                {"usage: ss doctor [--json]"});
+    throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss doctor",
+                     {"usage: ss doctor [--json]"});
   }
   return PrintChecks(ss::Doctor(config), o, JsonDocument("Doctor"));
 }

@@ -235,12 +235,15 @@ int OpenManual(const std::vector<std::string>& args) {
 
 // `ss init SHELL`: the integration code for the calling shell, on stdout.
 int Init(const std::vector<std::string>& args) {
-  const std::string shells = Join(InitShells(), "|");
-  if (args.size() != 2) {
-    throw Error(kExitUsage, Cat("usage: ss init ", shells), {},
-                {"bash: eval \"$(ss init bash)\" in ~/.bashrc; zsh: the same in ~/.zshrc; fish: "
-                 "ss init fish | source in ~/.config/fish/config.fish"});
+  const std::string usage = Cat("usage: ss init ", Join(InitShells(), "|"));
+  const std::string how =
+      "bash: eval \"$(ss init bash)\" in ~/.bashrc; zsh: the same in ~/.zshrc; fish: "
+      "ss init fish | source in ~/.config/fish/config.fish";
+  if (args.size() == 2 && (args[1] == "--help" || args[1] == "-h")) {
+    std::cout << usage << "\n\n" << how << "\n";
+    return 0;
   }
+  if (args.size() != 2) throw UsageError(usage, "ss init", {how});
   auto script = ShellInitScript(args[1], RealPath("/proc/self/exe"));
   if (!script) {
     std::vector<std::string> hints;

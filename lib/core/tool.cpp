@@ -57,6 +57,15 @@ std::vector<std::string> OptionsOf(const std::string& command, const std::vector
   return out;
 }
 
+std::string HelpCommand(std::string_view tool) {
+  return tool.rfind("ss-", 0) == 0 ? Cat("ss ", tool.substr(3)) : std::string(tool);
+}
+
+Error UsageError(std::string message, std::string_view command, std::vector<std::string> hints) {
+  hints.push_back(Cat("see '", command, " --help'"));
+  return Error(kExitUsage, std::move(message), {}, std::move(hints));
+}
+
 int RunTool(std::string_view name, int argc, char** argv,
             const std::function<int(const Args&)>& body) {
   SetToolName(name);
@@ -75,8 +84,11 @@ int RunTool(std::string_view name, int argc, char** argv,
   } catch (const Error& e) {
     PrintError(e);
     return e.code();
+  } catch (const boost::program_options::unknown_option& e) {
+    PrintError(UsageError(Cat("unknown option '", e.get_option_name(), "'"), HelpCommand(name)));
+    return kExitUsage;
   } catch (const boost::program_options::error& e) {
-    PrintError(Error(kExitUsage, e.what(), {}, {Cat("see '", name, " --help'")}));
+    PrintError(UsageError(e.what(), HelpCommand(name)));
     return kExitUsage;
   } catch (const std::bad_alloc&) {
     PrintError(Error(kExitSoftware, "out of memory"));

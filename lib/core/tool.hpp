@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "error.hpp"
+
 namespace boost::program_options {
 class options_description;
 }
@@ -47,6 +49,19 @@ void CheckOptionUse(const boost::program_options::variables_map& given, const st
 // whose commands include it.
 std::vector<std::string> OptionsOf(const std::string& command, const std::vector<OptionUse>& uses,
                                    const std::vector<std::string>& common);
+
+// How a user asks for a tool's help: "ss vm" for ss-vm, "ss snap" for ss-snap.
+std::string HelpCommand(std::string_view tool);
+
+// The one shape of a command-line mistake (exit 64): `message`, then `hints`, then
+// "see 'COMMAND --help'", where COMMAND is how the user reaches the help of what they typed
+// ("ss restore", "ss vm").
+//   ss-snap: error: usage: ss restore NAME
+//   hint: see 'ss restore --help'
+// (The few messages the spec words otherwise, Error::AsBlock and AsPlain, are listed in ss(1),
+// DIAGNOSTICS; nothing else uses those styles.)
+Error UsageError(std::string message, std::string_view command,
+                 std::vector<std::string> hints = {});
 
 int RunTool(std::string_view name, int argc, char** argv,
             const std::function<int(const Args&)>& body);

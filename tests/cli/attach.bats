@@ -40,11 +40,13 @@ hint: see 'ss attach --help'"
   assert_equal "$status" 64
   run --separate-stderr ss exec proj
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss: error: usage: ss exec [PROJECT] -- CMD [ARGS...]"
+  assert_equal "$stderr" "ss: error: usage: ss exec [PROJECT] -- CMD [ARGS...]
+hint: see 'ss exec --help'"
   run --separate-stderr ss claude-run
   assert_equal "$status" 64
   assert_equal "$stderr" "ss: error: usage: ss claude-run [PROJECT] PROMPT
-hint: quote the prompt: ss claude-run my-app 'fix the tests'"
+hint: quote the prompt: ss claude-run my-app 'fix the tests'
+hint: see 'ss claude-run --help'"
   run --separate-stderr ss ssh-config a b
   assert_equal "$status" 64
 }

@@ -13,6 +13,31 @@ setup() { ss_setup; }
   done
 }
 
+@test "every command-line mistake has one shape, and its hint names a help that works" {
+  # Each line: a mistake, made through the dispatcher as a user would type it.
+  local mistakes=(
+    "snap bogus" "snapshot a b" "snapshot delete" "restore" "restore a b" "snapshots x"
+    "sync --bogus" "push a" "pull a" "diff --json" "net" "net bogus" "net relay"
+    "tunnel --bogus x" "vm bogus" "vm image rm" "vm list --release x" "health-check a b"
+    "doctor x" "exec proj" "claude-run" "run a b" "update --bogus" "new" "list x"
+    "project show" "delete" "config get" "config bogus" "init" "init bash zsh" "new --gihub x"
+  )
+  local m help
+  for m in "${mistakes[@]}"; do
+    # shellcheck disable=SC2086 # the words of the mistake
+    run --separate-stderr ss $m </dev/null
+    [ "$status" -eq 64 ] || fail "ss $m: exit $status: $stderr"
+    [[ "${stderr_lines[0]}" =~ ^ss(-[a-z]+)?:\ error:\  ]] || fail "ss $m: ${stderr_lines[0]}"
+    [[ "${stderr_lines[-1]}" =~ ^hint:\ .*see\ \'(ss[a-z -]*)\ --help\'$ ]] ||
+      fail "ss $m: the last line names no help: ${stderr_lines[-1]}"
+    help=${BASH_REMATCH[1]}
+    # shellcheck disable=SC2086
+    run --separate-stderr $help --help
+    [ "$status" -eq 0 ] || fail "$help --help: exit $status: $stderr"
+    [[ "${lines[0]}" == usage:* ]] || fail "$help --help: ${lines[0]}"
+  done
+}
+
 @test "--version prints version, commit and build date" {
   run ss --version
   assert_success

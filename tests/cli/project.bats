@@ -350,8 +350,8 @@ hint: see 'ss new --help'"
 hint: see 'ss new --help'"
   run --separate-stderr ss new x1 --gihub
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: unrecognised option '--gihub'
-hint: see 'ss-project --help'"
+  assert_equal "$stderr" "ss-project: error: unknown option '--gihub'
+hint: see 'ss project --help'"
   run --separate-stderr ss new x1 x2
   assert_equal "$status" 64
   run --separate-stderr ss project frobnicate

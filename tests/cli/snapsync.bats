@@ -41,13 +41,14 @@ help_matches_man() {
   assert_equal "${stderr_lines[0]}" "ss-snap: error: sandbox 'super-sandbox' does not exist"
   run --separate-stderr ss restore
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-snap: error: usage: ss restore NAME"
+  assert_equal "$stderr" "ss-snap: error: usage: ss restore NAME
+hint: see 'ss restore --help'"
   run --separate-stderr env CLAUDE_SANDBOX=sn-other ss snapshots --json
   assert_equal "${stderr_lines[0]}" "ss-snap: error: sandbox 'sn-other' does not exist"
   run --separate-stderr ss-snap frob
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-snap: error: unknown command 'frob'
-hint: see 'ss-snap --help'"
+hint: see 'ss snap --help'"
   run --separate-stderr ss-snap restor x
   assert_equal "$status" 64
   assert_equal "${stderr_lines[1]}" "hint: did you mean 'restore'?"
@@ -60,10 +61,12 @@ hint: see 'ss-snap --help'"
   echo '{"kind":"SandboxRecord","version":1,"backend":"lxd"}' > "$SS_HOME/.ss/sandboxes/box/sandbox.json"
   run --separate-stderr ss restore --sandbox box
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-snap: error: usage: ss restore NAME"
+  assert_equal "$stderr" "ss-snap: error: usage: ss restore NAME
+hint: see 'ss restore --help'"
   run --separate-stderr ss snapshot delete --sandbox box
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-snap: error: usage: ss snapshot delete NAME"
+  assert_equal "$stderr" "ss-snap: error: usage: ss snapshot delete NAME
+hint: see 'ss snapshot --help'"
   run --separate-stderr ss snapshot a b --sandbox box
   assert_equal "$status" 64
   # Restore and delete ask first; without a terminal that needs --yes.
@@ -118,7 +121,7 @@ hint: switch it: ss config set projects.sn-plain.mode copy"
   run --separate-stderr ss diff sn-copy --json
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-sync: error: --json is not an option of 'diff'
-hint: --json goes with ss sync; see 'ss-sync --help'"
+hint: --json goes with ss sync; see 'ss sync --help'"
   for bad in "apply sn-copy --stat" "sync sn-copy --yes" "diff sn-copy --ours" "push a b --force" \
     "pull a b --dry-run" "apply sn-copy -n" "sync sn-copy --merge" "diff sn-copy --theirs"; do
     run --separate-stderr ss $bad
@@ -130,10 +133,12 @@ hint: --json goes with ss sync; see 'ss-sync --help'"
 @test "push and pull: two paths" {
   run --separate-stderr ss push only-one
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-sync: error: usage: ss push LOCAL REMOTE"
+  assert_equal "$stderr" "ss-sync: error: usage: ss push LOCAL REMOTE
+hint: see 'ss push --help'"
   run --separate-stderr ss pull a b c
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-sync: error: usage: ss pull REMOTE LOCAL"
+  assert_equal "$stderr" "ss-sync: error: usage: ss pull REMOTE LOCAL
+hint: see 'ss pull --help'"
   run --separate-stderr ss-sync sycn
   assert_equal "$status" 64
   assert_equal "${stderr_lines[1]}" "hint: did you mean 'sync'?"
