@@ -145,8 +145,7 @@ Options ParseArgs(const Args& args) {
       continue;
     }
     auto value = [&](const char* flag) -> std::string {
-      if (i + 1 >= args.size())
-        throw Error(kExitUsage, Cat(flag, " needs a value"), {}, {"see 'ss attach --help'"});
+      if (i + 1 >= args.size()) throw UsageError(Cat(flag, " needs a value"), "ss attach");
       return args[++i];
     };
     if (a == "-h" || a == "--help") {
@@ -168,7 +167,7 @@ Options ParseArgs(const Args& args) {
       std::string spec = a == "--mount" ? value("--mount") : a.substr(8);
       std::string problem;
       auto m = ParseMountSpec(spec, &problem);
-      if (!m) throw Error(kExitUsage, Cat("--mount ", problem), {}, {"see 'ss attach --help'"});
+      if (!m) throw UsageError(Cat("--mount ", problem), "ss attach");
       o.mounts.push_back(*m);
     } else if (a == "--no-mount") {
       o.no_mount = true;
@@ -198,7 +197,7 @@ Options ParseArgs(const Args& args) {
       }
       o.timeout = std::stoi(v);
     } else if (a.size() > 1 && a[0] == '-' && o.verb != "claude-run") {
-      throw Error(kExitUsage, Cat("unknown option '", a, "'"), {}, {"see 'ss attach --help'"});
+      throw UsageError(Cat("unknown option '", a, "'"), "ss attach");
     } else {
       o.words.push_back(a);
     }
@@ -694,8 +693,7 @@ int Menu() {
 // [PROJECT] as the first word of a verb, when it names a project.
 std::string OptionalProject(const Options& o, size_t max_words) {
   if (o.words.size() > max_words) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[max_words], "'"), {},
-                {"see 'ss attach --help'"});
+    throw UsageError(Cat("unexpected argument '", o.words[max_words], "'"), "ss attach");
   }
   if (o.words.empty()) return "";
   RequireProject(o.words[0]);

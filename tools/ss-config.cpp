@@ -83,7 +83,7 @@ Options ParseArgs(const Args& args) {
   o.action = words[0];
   auto want = [&](size_t n, const char* shape) {
     if (words.size() != n) {
-      throw Error(kExitUsage, Cat("usage: ss config ", shape), {}, {"see 'ss config --help'"});
+      throw UsageError(Cat("usage: ss config ", shape), "ss config");
     }
   };
   if (o.action == "show") {

@@ -15,7 +15,6 @@
 #include "sandbox.hpp"
 #include "snapshot.hpp"
 #include "strings.hpp"
-#include "suggest.hpp"
 #include "timefmt.hpp"
 #include "tool.hpp"
 
@@ -202,9 +201,7 @@ int Run(const Options& o) {
   }
   const std::string& cmd = o.words[0];
   if (std::find(Commands().begin(), Commands().end(), cmd) == Commands().end()) {
-    std::vector<std::string> hints;
-    if (auto guess = Suggest(cmd, Commands())) hints.push_back(Cat("did you mean '", *guess, "'?"));
-    throw UsageError(Cat("unknown command '", cmd, "'"), "ss snap", hints);
+    throw UnknownCommandError(cmd, Commands(), "ss snap");
   }
   // The command line is checked before anything is asked of the backend.
   bool deleting = cmd == "snapshot" && o.words.size() >= 2 && o.words[1] == "delete";

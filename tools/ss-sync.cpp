@@ -16,7 +16,6 @@
 #include "sandbox.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
-#include "suggest.hpp"
 #include "sync.hpp"
 #include "tool.hpp"
 #include "transfer.hpp"
@@ -454,9 +453,7 @@ int Run(const Options& o) {
   }
   const std::string& cmd = o.words[0];
   if (std::find(Commands().begin(), Commands().end(), cmd) == Commands().end()) {
-    std::vector<std::string> hints;
-    if (auto guess = Suggest(cmd, Commands())) hints.push_back(Cat("did you mean '", *guess, "'?"));
-    throw UsageError(Cat("unknown command '", cmd, "'"), "ss sync", hints);
+    throw UnknownCommandError(cmd, Commands(), "ss sync");
   }
   Config config = Config::Load();
   if (cmd == "sync") return Sync(o, config);

@@ -63,7 +63,7 @@ struct Options {
 
 Options ParseArgs(const Args& args) {
   Options o;
-  auto usage_hint = std::vector<std::string>{"see 'ss tunnel --help'"};
+  auto usage = [](std::string why) { return UsageError(std::move(why), "ss tunnel"); };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     // ssh's short options take their value attached or as the next word.
@@ -74,8 +74,7 @@ Options ParseArgs(const Args& args) {
       if (a.size() > flag.size() + 1 && a.rfind(flag + "=", 0) == 0) {
         return a.substr(flag.size() + 1);
       }
-      if (i + 1 >= args.size())
-        throw Error(kExitUsage, Cat(flag, " needs a value"), {}, usage_hint);
+      if (i + 1 >= args.size()) throw usage(Cat(flag, " needs a value"));
       return args[++i];
     };
     auto is = [&](const std::string& flag) {
@@ -102,13 +101,13 @@ Options ParseArgs(const Args& args) {
       std::string v = value("-p");
       if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos ||
           std::stoi(v) == 0 || std::stoi(v) > 65535) {
-        throw Error(kExitUsage, Cat("bad port '", v, "'"), {}, usage_hint);
+        throw usage(Cat("bad port '", v, "'"));
       }
       o.dest_flags.port = std::stoi(v);
     } else if (is("--known-hosts")) {
       o.dest_flags.known_hosts = value("--known-hosts");
     } else if (a.size() > 1 && a[0] == '-') {
-      throw Error(kExitUsage, Cat("unknown option '", a, "'"), {}, usage_hint);
+      throw usage(Cat("unknown option '", a, "'"));
     } else if (o.dest.empty()) {
       o.dest = a;
     } else {

@@ -30,7 +30,6 @@
 #include "size.hpp"
 #include "snapshot.hpp"
 #include "strings.hpp"
-#include "suggest.hpp"
 #include "timefmt.hpp"
 #include "tool.hpp"
 
@@ -786,8 +785,7 @@ int Run(const Options& o) {
   if (cmd == "health-check") return HealthCheck(o, Config::Load());
   if (cmd == "doctor") return Doctor(o, Config::Load());
   if (o.words.size() > 1) {
-    throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
-                {"see 'ss vm --help'"});
+    throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss vm");
   }
   Config config = Config::Load();
   Options with_profile = o;
@@ -808,12 +806,7 @@ int Run(const Options& o) {
   if (cmd == "delete") return Delete(with_profile, config);
   if (cmd == "list" || cmd == "ls") return List(o, config);
   if (cmd == "backends") return Backends(o, config);
-  std::vector<std::string> hints;
-  if (auto guess = Suggest(cmd, {std::begin(kCommands), std::end(kCommands)})) {
-    hints.push_back(Cat("did you mean '", *guess, "'?"));
-  }
-  hints.push_back("see 'ss vm --help'");
-  throw Error(kExitUsage, Cat("unknown command '", cmd, "'"), {}, hints);
+  throw UnknownCommandError(cmd, {std::begin(kCommands), std::end(kCommands)}, "ss vm");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "error.hpp"
 #include "strings.hpp"
+#include "tool.hpp"
 
 namespace po = boost::program_options;
 
@@ -44,8 +45,7 @@ const std::vector<std::string>& ProjectSubcommands() {
 namespace {
 
 [[noreturn]] void Usage(std::string_view message, std::string_view command) {
-  throw Error(kExitUsage, std::string(message), {},
-              {Cat("see 'ss ", command == "show" ? "project show" : command, " --help'")});
+  throw UsageError(std::string(message), Cat("ss ", command == "show" ? "project show" : command));
 }
 
 }  // namespace

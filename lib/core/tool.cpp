@@ -13,6 +13,7 @@
 #include "error.hpp"
 #include "output.hpp"
 #include "strings.hpp"
+#include "suggest.hpp"
 #include "version.hpp"
 
 namespace ss {
@@ -64,6 +65,13 @@ std::string HelpCommand(std::string_view tool) {
 Error UsageError(std::string message, std::string_view command, std::vector<std::string> hints) {
   hints.push_back(Cat("see '", command, " --help'"));
   return Error(kExitUsage, std::move(message), {}, std::move(hints));
+}
+
+Error UnknownCommandError(const std::string& word, const std::vector<std::string>& commands,
+                          std::string_view command) {
+  std::vector<std::string> hints;
+  if (auto guess = Suggest(word, commands)) hints.push_back(Cat("did you mean '", *guess, "'?"));
+  return UsageError(Cat("unknown command '", word, "'"), command, std::move(hints));
 }
 
 int RunTool(std::string_view name, int argc, char** argv,

@@ -63,6 +63,11 @@ std::string HelpCommand(std::string_view tool);
 Error UsageError(std::string message, std::string_view command,
                  std::vector<std::string> hints = {});
 
+// "unknown command 'WORD'", a did-you-mean among `commands` when one is close, and the help:
+// UsageError's shape.
+Error UnknownCommandError(const std::string& word, const std::vector<std::string>& commands,
+                          std::string_view command);
+
 int RunTool(std::string_view name, int argc, char** argv,
             const std::function<int(const Args&)>& body);
 

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "fd.hpp"
+#include "fs_at.hpp"
 
 namespace ss {
 namespace {
@@ -59,16 +60,7 @@ void ForEachEntry(int fd, Fn&& fn) {
     }
   }
 #else
-  int list_fd = ::dup(fd);
-  if (list_fd < 0) return;
-  ::fcntl(list_fd, F_SETFD, FD_CLOEXEC);
-  DIR* d = ::fdopendir(list_fd);
-  if (d == nullptr) {
-    ::close(list_fd);
-    return;
-  }
-  while (dirent* e = ::readdir(d)) fn(static_cast<const char*>(e->d_name), e->d_type);
-  ::closedir(d);
+  for (const auto& [name, type] : ReadDirAt(fd)) fn(name.c_str(), type);
 #endif
 }
 

@@ -158,11 +158,12 @@ SshConnection::SshConnection(SshEndpoint endpoint, SshOptions options)
                 {Cat("  ", ssh_get_error(s))});
   }
   if (auth != SSH_AUTH_SUCCESS) {
-    throw AuthRefused(kExitNoPerm,
-                Cat(Subject(), " refused the key '", endpoint_.identity_file, "' for user '",
-                    endpoint_.user, "'"),
-                {Cat("  ", ssh_get_error(s))},
-                {Cat("its public key must be in ~", endpoint_.user, "/.ssh/authorized_keys")});
+    throw AuthRefused(
+        kExitNoPerm,
+        Cat(Subject(), " refused the key '", endpoint_.identity_file, "' for user '",
+            endpoint_.user, "'"),
+        {Cat("  ", ssh_get_error(s))},
+        {Cat("its public key must be in ~", endpoint_.user, "/.ssh/authorized_keys")});
   }
 
   ssh_detail::MuxOptions mux;
