@@ -520,8 +520,21 @@ void LxdBackend::TakeSnapshot(const std::string& name, const std::string& snapsh
       throw Error(kExitCantCreate, Cat("'", name, "' already has a snapshot '", snapshot, "'"));
     }
   }
-  Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
-      std::chrono::seconds(300));
+  // LXD copies a running container's files one by one (on the dir driver), and stops at the
+  // first that the guest removes meanwhile (a service's private /tmp going away): the snapshot
+  // is then not made at all, so it is taken again.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
+          std::chrono::seconds(300));
+      return;
+    } catch (const Error& e) {
+      std::string_view why = e.what();
+      if (attempt == 3 || why.find("no such file or directory") == std::string_view::npos) throw;
+      Debug(Cat("lxd: snapshot '", snapshot, "' of '", name, "', try ", attempt, ": ", why));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
 }
 
 void LxdBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {

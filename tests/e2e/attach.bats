@@ -279,7 +279,11 @@ hint: to run a command: ss exec [PROJECT] -- CMD"
   assert_equal "${stderr_lines[0]}" "Error: Project 'nope-project' not found"
   run --separate-stderr ss exec proj
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss: error: usage: ss exec [PROJECT] -- CMD [ARGS...]"
+  assert_equal "$stderr" "ss: error: usage: ss exec [PROJECT] -- CMD [ARGS...]
+hint: see 'ss exec --help'"
+  run --separate-stderr ss exec --help
+  assert_success
+  assert_line --partial "       ss exec [PROJECT] -- CMD [ARGS...]"
   run --separate-stderr ss claude-run
   assert_equal "$status" 64
 }
