@@ -24,7 +24,7 @@ __ss_project() {
 }
 
 # sync-project [PROJECT]: the working copy (~/projects/PROJECT) becomes the read-only source
-# (~/project-src/PROJECT) again: rsync --delete, leaving out the paths listed in the sandbox's
+# (~/project-src/PROJECT) again: sync-tree --delete, leaving out the paths listed in the sandbox's
 # sync exclusion list (one per line; written by provisioning from sync.exclude in config.yaml).
 sync-project() {
   local name
@@ -45,8 +45,7 @@ sync-project() {
     return 78
   fi
   echo "Syncing $src/ -> $dst/ (excluding: $(grep -v -e '^#' -e '^$' "$exclude" | paste -sd ' '))"
-  # Times to the nanosecond: a file changed within a second of the last sync is not skipped.
-  mkdir -p "$dst" && rsync -a --delete --modify-window=-1 --exclude-from="$exclude" "$src/" "$dst/"
+  /usr/local/lib/ss/sync-tree --delete --exclude-from "$exclude" "$src" "$dst"
 }
 
 # deploy [DIR]: copies the project's build output to the deploy mount (/mnt/deploy, a host
@@ -93,5 +92,5 @@ deploy() {
   fi
   out=$(realpath -- "$out")
   echo "Deploying $out/ -> $target/$name/"
-  mkdir -p "$target/$name" && rsync -a --modify-window=-1 "$out/" "$target/$name/"
+  /usr/local/lib/ss/sync-tree "$out" "$target/$name"
 }

@@ -42,7 +42,7 @@ function sync-project --description 'refresh ~/projects/PROJECT from ~/project-s
         return 78
     end
     echo "Syncing $src/ -> $dst/ (excluding: "(string match -rv '^(#|$)' < $exclude | string join ' ')")"
-    mkdir -p $dst; and rsync -a --delete --modify-window=-1 --exclude-from=$exclude $src/ $dst/
+    /usr/local/lib/ss/sync-tree --delete --exclude-from $exclude $src $dst
 end
 
 # deploy [DIR]: as in ss.bash.
@@ -88,5 +88,5 @@ function deploy --description 'copy the build output to /mnt/deploy/PROJECT'
     end
     set out (realpath -- $out)
     echo "Deploying $out/ -> $target/$name/"
-    mkdir -p $target/$name; and rsync -a --modify-window=-1 $out/ $target/$name/
+    /usr/local/lib/ss/sync-tree $out $target/$name
 end

@@ -37,6 +37,7 @@
 #include "process.hpp"
 #include "qemu_supervisor.hpp"
 #include "qmp.hpp"
+#include "resources.hpp"
 #include "size.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
@@ -53,17 +54,6 @@ constexpr std::chrono::seconds kLaunchTimeout{90};
 constexpr const char* kDiskId = "disk";
 
 const char* const kIsoTools[] = {"genisoimage", "mkisofs", "xorrisofs"};
-
-// Appended to the sandbox's cloud-config (which has no bootcmd of its own). The restricted user
-// network gives the guest no resolver by DHCP and carries no UDP: the guest asks ss-net's
-// resolver at kQemuEgressAddress over TCP (use-vc), set again on every boot. Root in the guest can
-// change it; that loses DNS and opens nothing.
-constexpr const char* kGuestResolver = R"(
-# QEMU's restricted user network: ss-net's resolver, over TCP (ss's QEMU backend)
-bootcmd:
-  - [rm, -f, /etc/resolv.conf]
-  - [sh, -c, 'printf "nameserver 10.0.2.100\noptions use-vc\n" >/etc/resolv.conf']
-)";
 
 std::optional<std::string> IsoTool() {
   for (const char* tool : kIsoTools) {
@@ -176,10 +166,11 @@ std::string GShellWord(const std::string& word) {
   return out + "'";
 }
 
+// The sandbox's cloud-config, then cloud-init/qemu-resolver.yaml: the guest's resolver.
 std::string QemuUserData(const std::string& user_data) {
   std::string out = user_data;
   if (!out.empty() && out.back() != '\n') out += '\n';
-  return out + kGuestResolver;
+  return out + std::string(RequireResource("cloud-init/qemu-resolver.yaml"));
 }
 
 std::string QemuNetdev(const QemuLaunch& l) {

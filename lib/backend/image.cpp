@@ -100,7 +100,8 @@ const std::vector<std::string> kNpmPackages = {"@anthropic-ai/claude-code", "chr
 constexpr int kNodeMajor = 22;
 constexpr int kNpmMajor = 10;
 
-// Files of the source tree baked into the image (cloud-init/image/), and where they go.
+// Files of the source tree baked into the image (cloud-init/image/, and shell/ for the scripts
+// that run in the sandbox), and where they go.
 struct BakedFile {
   const char* resource;
   const char* path;
@@ -113,7 +114,7 @@ const BakedFile kBakedFiles[] = {
     {"cloud-init/image/dpkg-nodoc", "etc/dpkg/dpkg.cfg.d/01-ss-nodoc", 0644},
     {"cloud-init/image/sudoers", "etc/sudoers.d/90-sandbox", 0440},
     {"cloud-init/image/hosts", "etc/hosts", 0644},
-    {"cloud-init/image/ss-mount-shares", "usr/local/sbin/ss-mount-shares", 0755},
+    {"shell/ss-mount-shares", "usr/local/sbin/ss-mount-shares", 0755},
     {"cloud-init/image/ss-mount-shares.service", "etc/systemd/system/ss-mount-shares.service",
      0644},
 };

@@ -30,6 +30,7 @@ std::string RenderUserData(const ProvisionInput& in) {
        {"shell_bash", Indent(std::string(RequireResource("shell/ss.bash")), body)},
        {"shell_fish", Indent(std::string(RequireResource("shell/ss.fish")), body)},
        {"shell_install", Indent(std::string(RequireResource("shell/install")), body)},
+       {"sync_tree", Indent(std::string(RequireResource("shell/sync-tree")), body)},
        {"sync_exclude", Indent(in.sync_exclude, body)},
        {"client_public_key", in.client_public_key},
        {"host_private_key", Indent(in.host_private_key, "    ")},

@@ -10,6 +10,16 @@ std::string_view RequireResource(std::string_view name) {
   return *r;
 }
 
+std::vector<std::string> ScriptArgv(std::string_view interpreter, std::string_view file,
+                                    std::vector<std::string> args) {
+  std::vector<std::string> argv = {std::string(interpreter), "-c",
+                                   std::string(RequireResource(Cat("shell/", file))),
+                                   std::string(file)};
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()),
+              std::make_move_iterator(args.end()));
+  return argv;
+}
+
 std::string RenderTemplate(
     std::string_view text,
     const std::initializer_list<std::pair<std::string_view, std::string_view>>& vars) {

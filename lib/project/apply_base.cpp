@@ -6,6 +6,7 @@
 
 #include "error.hpp"
 #include "output.hpp"
+#include "resources.hpp"
 #include "ssh.hpp"
 #include "ssh_command.hpp"
 #include "strings.hpp"
@@ -25,17 +26,16 @@ void RecordBase(SshConnection& conn, const std::string& sandbox, const std::stri
     ExecResult r = conn.Exec(argv, o);
     if (r.status != 0) {
       throw Error(kExitRemote,
-                  Cat("cannot record what the working copy of '", project,
-                      "' was made from: ", argv[0], " exited with status ", r.status),
+                  Cat("cannot record what the working copy of '", project, "' was made from: ",
+                      argv[1] == "-c" ? argv[3] : argv[0], " exited with status ", r.status),
                   {}, {Trim(r.err).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
     }
     return r;
   };
-  run({"mkdir", "-p", base});
   // Times, not content, decide here: the base's files take the source's times, and this copy is
   // only advisory (sync's check; merges use a file of it only when its digest is the record's).
-  run({"rsync", "-a", "--delete", "--modify-window=-1", Cat("--exclude-from=", kSyncExcludeFile),
-       SourceDir(project) + "/", base + "/"});
+  run(ScriptArgv("sh", "sync-tree",
+                 {"--delete", "--exclude-from", kSyncExcludeFile, SourceDir(project), base}));
   ExecResult listed = run({"find", base, "-mindepth", "1", "!", "-type", "d", "-printf", "%P\\0"});
   std::vector<std::string> paths;
   for (auto& p : Split(listed.out, '\0')) {

@@ -18,6 +18,7 @@
 #include "paths.hpp"
 #include "process.hpp"
 #include "project.hpp"
+#include "resources.hpp"
 #include "sandbox.hpp"
 #include "size.hpp"
 #include "ssh.hpp"
@@ -29,50 +30,6 @@ namespace {
 
 // The agent's own API: what the sandbox must reach, through its network policy.
 constexpr const char* kNetworkUrl = "https://api.anthropic.com/";
-
-// $1: the projects folder. Writable by the sandbox user, and a real directory.
-constexpr const char* kProjectDir = R"sh(if [ ! -d "$1" ]; then echo "$1 is missing"; exit 1; fi
-if [ ! -w "$1" ] || [ ! -x "$1" ] || [ ! -r "$1" ]; then echo "$1 is not writable by $(id -un)"; exit 1; fi
-echo "$1 is writable"
-)sh";
-
-// The places of the folders the sandbox shares (the projects folder first, when it is one), "--",
-// then the names of working copies. Each shared folder is a mount, and each copy made so far has
-// its read-only source mounted.
-constexpr const char* kSourceMount = R"sh(shared=
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  if ! findmnt -rn --mountpoint "$1" >/dev/null; then echo "$1 is not mounted from the host"; exit 1; fi
-  shared=${shared:+$shared, }$1
-  shift
-done
-shift
-n=0
-for name; do
-  [ -d "$HOME/.ss/copies/$name" ] || continue
-  s=$HOME/project-src/$name
-  o=$(findmnt -rn -o OPTIONS --mountpoint "$s") || { echo "$s is not mounted (ss sync $name mounts it again)"; exit 1; }
-  case ",$o," in
-    *,ro,*) ;;
-    *) echo "$s is mounted read-write"; exit 1 ;;
-  esac
-  if ! ls "$s" >/dev/null 2>&1; then echo "$s cannot be read"; exit 1; fi
-  n=$((n + 1))
-done
-echo "${shared:-no folder} shared from the host; $n working-copy source(s) mounted read-only"
-)sh";
-
-// $1: seconds. The daemon starts on first use (socket activation), which takes a minute on a
-// slow machine: a starting daemon gets that long; one that still does not answer is named so.
-constexpr const char* kDocker =
-    R"sh(out=$(timeout "$1" docker version --format 'docker {{.Server.Version}} answers' 2>&1)
-rc=$?
-if [ "$rc" -eq 124 ]; then
-  echo "the Docker daemon did not answer within $1 s (docker.service: $(systemctl is-active docker 2>/dev/null || echo unknown))"
-  exit 1
-fi
-echo "$out"
-exit "$rc"
-)sh";
 
 std::string FirstLine(const std::string& text) {
   auto lines = SplitLines(std::string(Trim(text)));
@@ -307,14 +264,14 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
       Remote(*conn, "network", {"curl", "-sS", "-o", "/dev/null", "-m", "10", "-I", kNetworkUrl},
              Cat(kNetworkUrl, " answers (the agent's API)"),
              "if the policy refuses it: ss net allow api.anthropic.com; see: ss net log"));
-  checks.push_back(Remote(*conn, "docker", {"sh", "-c", kDocker, "ss-health", "120"}, "",
+  checks.push_back(Remote(*conn, "docker", ScriptArgv("sh", "health-docker.sh", {"120"}), "",
                           "start it: ss exec sudo systemctl start docker"));
   checks.push_back(Remote(*conn, "claude", {"claude", "--version"}, "",
                           "reinstall it: npm install -g @anthropic-ai/claude-code"));
   checks.push_back(Remote(*conn, "project directory",
-                          {"sh", "-c", kProjectDir, "ss-health", "/home/sandbox/projects"}, "",
+                          ScriptArgv("sh", "health-project-dir.sh", {"/home/sandbox/projects"}), "",
                           "check the sandbox's projects folder: ss exec ls -ld projects"));
-  std::vector<std::string> source = {"sh", "-c", kSourceMount, "ss-health"};
+  std::vector<std::string> source = ScriptArgv("sh", "health-source-mount.sh");
   if (sandbox.shares().projects) source.push_back(kProjectsTarget);
   for (const auto& m : sandbox.shares().mounts) source.push_back(m.target);
   source.push_back("--");

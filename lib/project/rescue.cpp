@@ -14,6 +14,7 @@
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "resources.hpp"
 #include "sandbox.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
@@ -155,18 +156,6 @@ std::vector<std::string> UnappliedGuard::Save() {
 
 namespace {
 
-// Run as root in the sandbox with the project's name: the working-copy layout of
-// working-copy.sh taken down and its files removed.
-constexpr const char* kRemoveCopyScript = R"sh(set -eu
-name=$1 home=/home/sandbox
-for m in "$home/projects/$name" "$home/project-src/$name"; do
-  if mountpoint -q "$m"; then umount "$m"; fi
-done
-rmdir "$home/project-src/$name" 2>/dev/null || true
-rm -rf "$home/.ss/copies/$name" "$home/.ss/bases/$name" "$home/.ss/sync/$name.stamp" \
-  "$home/.ss/sync/$name.base"
-)sh";
-
 std::string StaleMark(const std::string& sandbox, const std::string& project) {
   return Cat(StateDir(), "/removed-copies/", sandbox, "/", project);
 }
@@ -176,7 +165,9 @@ std::optional<std::string> SaveAndRemove(SshConnection& conn, const std::string&
                                          const std::string& project, size_t unapplied) {
   std::optional<std::string> saved;
   if (unapplied > 0) saved = RescueToHost(conn, sandbox, project, {project});
-  ExecResult r = conn.Exec({"sudo", "-n", "sh", "-c", kRemoveCopyScript, "remove-copy", project});
+  std::vector<std::string> argv = ScriptArgv("sh", "remove-copy.sh", {project});
+  argv.insert(argv.begin(), {"sudo", "-n"});
+  ExecResult r = conn.Exec(argv);
   if (r.status != 0) {
     throw Error(kExitRemote, Cat("cannot remove the working copy of '", project, "' in sandbox '",
                                  sandbox, "': ", Trim(r.err)));

@@ -2,6 +2,7 @@
 
 #include "config.hpp"
 #include "output.hpp"
+#include "resources.hpp"
 #include "sandbox.hpp"
 #include "strings.hpp"
 
@@ -14,9 +15,7 @@ SandboxRunner::SandboxRunner(std::unique_ptr<SshConnection> conn, std::string sa
       dir_(Cat("/home/sandbox/projects/", project)) {}
 
 bool SandboxRunner::Has(std::string_view program) {
-  // A fixed script; the program's name is its argument, never part of the script.
-  return conn_->Exec({"sh", "-c", "command -v -- \"$1\" >/dev/null", "sh", std::string(program)})
-             .status == 0;
+  return conn_->Exec(ScriptArgv("sh", "has-command.sh", {std::string(program)})).status == 0;
 }
 
 ProcessResult SandboxRunner::Run(const std::vector<std::string>& argv) {

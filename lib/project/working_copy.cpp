@@ -91,10 +91,9 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
   struct timespec since = CopyStarts();
   ExecOptions options;
   options.input = RenderSyncExclude(SyncExcludes(config));
-  ExecResult r = conn.Exec(
-      {"sudo", "-n", "sh", "-c", std::string(RequireResource("lib/templates/working-copy.sh")),
-       "working-copy", project, source.workspace},
-      options);
+  std::vector<std::string> argv = ScriptArgv("sh", "working-copy.sh", {project, source.workspace});
+  argv.insert(argv.begin(), {"sudo", "-n"});
+  ExecResult r = conn.Exec(argv, options);
   if (r.status == 66) {
     throw Error(
         kExitNoInput,
@@ -116,6 +115,15 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
     // A copy of a deleted project of the same name goes first; this one starts afresh.
     if (project.empty() || !RemoveStaleCopy(conn, config, sandbox, project)) return false;
     return PrepareWorkingCopy(conn, config, source, sandbox);
+  }
+  // Filled as the sandbox user, as every later sync is; the stamp says when.
+  ExecResult filled = conn.Exec(
+      ScriptArgv("sh", "sync-tree",
+                 {"--exclude-from", kSyncExcludeFile, SourceDir(project), CopyDir(project)}));
+  if (filled.status != 0 || conn.Exec({"touch", SyncStamp(project)}).status != 0) {
+    throw Error(
+        kExitRemote, Cat("cannot fill the working copy of '", project, "' in the sandbox"), {},
+        {Trim(filled.err).empty() ? "see the sandbox's logs" : std::string(Trim(filled.err))});
   }
   RecordBase(conn, sandbox, project, source.host_dir, since);
   return true;

@@ -12,7 +12,7 @@
 //   D. spawning OpenSSH's ssh: a second connection, a second client, and the host key and
 //      identity handling done twice;
 //   C. a small helper on the remote side that listens on the socket itself and carries every
-//      connection over its stdin and stdout (this file and templates/socket-bridge.py).
+//      connection over its stdin and stdout (this file and shell/socket-bridge.py).
 // C is the one that leaves no listener other users could reach: the socket is created 0600 in
 // the directory the caller names (0700 for the browser bridge), by the remote user, and nothing
 // else listens. It handles any number of concurrent connections on one channel, with flow
@@ -68,18 +68,6 @@ constexpr uint32_t kAckEvery = kWindow / 4;  // as ACK_EVERY in the helper
 constexpr size_t kChunk = 64 * 1024;
 constexpr size_t kOutHigh = 1 << 20;  // stop reading targets while this much waits for the channel
 constexpr size_t kErrCap = 4096;
-
-// Reads the helper's source from stdin (8 hex digits of length, then the text) and runs it.
-constexpr const char* kBootstrap =
-    "import os,sys\n"
-    "def r(n):\n"
-    " b=b''\n"
-    " while len(b)<n:\n"
-    "  c=os.read(0,n-len(b))\n"
-    "  if not c:sys.exit(1)\n"
-    "  b+=c\n"
-    " return b\n"
-    "exec(compile(r(int(r(8),16)),'ss-socket-bridge','exec'))\n";
 
 void PutU32(std::string& out, uint32_t v) {
   out += static_cast<char>(v >> 24);
@@ -481,13 +469,16 @@ std::unique_ptr<RemoteSocketForward> RemoteSocketForward::Start(SshConnection& c
         if (auto self = weak.lock()) self->Resume();
       });
   };
-  std::string_view script = RequireResource("lib/templates/socket-bridge.py");
+  std::string_view script = RequireResource("shell/socket-bridge.py");
   char length[9];
   std::snprintf(length, sizeof length, "%08zx", script.size());
   impl->source->PushRaw(length);
   impl->source->PushRaw(script);
 
-  std::vector<std::string> argv = {options.python, "-I", "-S", "-c", kBootstrap, "serve"};
+  // The bootstrap reads the helper's text from stdin and runs it.
+  std::vector<std::string> argv = {
+      options.python, "-I", "-S", "-c", std::string(RequireResource("shell/socket-bridge-boot.py")),
+      "serve"};
   if (options.make_dir) argv.push_back("--mkdir");
   argv.push_back(path);
   struct Exit {

@@ -11,37 +11,12 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "process.hpp"
+#include "resources.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
 
 namespace ss {
 namespace {
-
-// Writes stdin to $1 with mode $2 and time $3: beside it, then renamed over it.
-constexpr const char* kPutFile = R"sh(set -eu
-t=$1
-d=$(dirname -- "$t")
-mkdir -p -- "$d"
-tmp=$(mktemp -- "$d/.ss-push.XXXXXX")
-trap 'rm -f -- "$tmp"' EXIT
-cat > "$tmp"
-chmod -- "$2" "$tmp"
-touch -m -d "@$3" -- "$tmp"
-mv -f -T -- "$tmp" "$t"
-trap - EXIT
-)sh";
-
-// Extracts the tar stream on stdin into directory $1 (made when missing).
-constexpr const char* kPutTree = R"sh(set -eu
-mkdir -p -- "$1"
-exec tar -x -p -f - -C "$1"
-)sh";
-
-// "TYPE MODE MTIME" of $1: TYPE is f (file), d (directory) or o (other).
-constexpr const char* kStat =
-    R"sh(if [ -d "$1" ]; then t=d; elif [ -f "$1" ]; then t=f; else t=o; fi
-exec stat -L -c "$t %a %Y %s" -- "$1"
-)sh";
 
 std::string Strip(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -76,7 +51,7 @@ std::optional<int64_t> Digits(const std::string& s, int base) {
 
 // The sandbox's stat(1) answer, checked: it may say anything.
 RemoteStat StatRemote(SshConnection& conn, const std::string& path) {
-  ExecResult r = conn.Exec({"sh", "-c", kStat, "ss-stat", path});
+  ExecResult r = conn.Exec(ScriptArgv("sh", "stat.sh", {path}));
   RemoteStat s;
   if (r.status != 0) return s;
   auto w = Split(std::string(Trim(r.out)), ' ');
@@ -115,7 +90,7 @@ int64_t PushTree(SshConnection& conn, const std::string& local, const std::strin
   ::fstat(in.get(), &ast);
   StreamOptions so;
   so.in_fd = in.get();
-  int status = conn.ExecStream({"sh", "-c", kPutTree, "ss-push", remote}, so);
+  int status = conn.ExecStream(ScriptArgv("sh", "put-tree.sh", {remote}), so);
   if (status != 0) {
     throw Error(kExitRemote, Cat("cannot write ", remote, " in the sandbox (status ", status, ")"));
   }
@@ -160,7 +135,7 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
   char mode[8];
   std::snprintf(mode, sizeof mode, "%o", st.st_mode & 07777);
   int status = conn.ExecStream(
-      {"sh", "-c", kPutFile, "ss-push", target, mode, std::to_string(st.st_mtime)}, so);
+      ScriptArgv("sh", "put-file.sh", {target, mode, std::to_string(st.st_mtime)}), so);
   if (status != 0) {
     throw Error(kExitRemote, Cat("cannot write ", target, " in the sandbox (status ", status, ")"));
   }

@@ -87,6 +87,7 @@ TEST(Provision, TheShellConfigIsInstalledWordForWordWithTheExclusionList) {
   EXPECT_EQ(FileContent(doc, "/usr/local/share/ss/shell/ss.fish"),
             RequireResource("shell/ss.fish"));
   EXPECT_EQ(FileContent(doc, "/usr/local/lib/ss/install-shell"), RequireResource("shell/install"));
+  EXPECT_EQ(FileContent(doc, "/usr/local/lib/ss/sync-tree"), RequireResource("shell/sync-tree"));
   EXPECT_EQ(FileContent(doc, "/etc/ss/sync-exclude"), in.sync_exclude);
   bool installs = false;
   for (const auto& cmd : doc["runcmd"]) {

@@ -1,7 +1,7 @@
-# The far end of ss's remote unix-socket forwards (see lib/remote_socket.hpp for the design and
-# the frame protocol). ss runs it over SSH, sending this text on stdin ahead of the frames:
+# The far end of ss's remote unix-socket forwards (see lib/ssh/remote_socket.hpp for the design
+# and the frame protocol). ss runs it over SSH, sending this text on stdin ahead of the frames:
 #
-#   python3 -I -S -c BOOTSTRAP serve [--mkdir] PATH
+#   python3 -I -S -c "$(cat socket-bridge-boot.py)" serve [--mkdir] PATH
 #
 # It listens on PATH (mode 0600; with --mkdir its directory is created 0700 and must be ours) and
 # carries every connection made there over its stdin and stdout to ss, which connects it on the

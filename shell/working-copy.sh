@@ -1,3 +1,4 @@
+#!/bin/sh
 # Run as root in an ss sandbox by ss (sudo sh -c THIS working-copy NAME [WORKSPACE]), with the
 # text of /etc/ss/sync-exclude on stdin. Installs that file when it changed, then, for project
 # NAME (none: only the file), makes the working-copy layout and leaves it in place:
@@ -5,8 +6,9 @@
 #                                   folder's own sandbox has the folder shared read-only there)
 #   /home/sandbox/projects/NAME     the writable copy, kept in /home/sandbox/.ss/copies/NAME
 #   WORKSPACE                       a folder's: the copy again, where the agent works
-#   /home/sandbox/.ss/sync/NAME.stamp   touched after every sync of the copy
-# Prints "created" when the copy was made (and filled) now. Safe to run any number of times.
+# Prints "created" when the copy was made now (empty: ss then fills it with sync-tree and
+# touches /home/sandbox/.ss/sync/NAME.stamp, as after every sync). Safe to run any number of
+# times.
 set -eu
 name=${1:-}
 workspace=${2:-}
@@ -59,8 +61,4 @@ if [ -n "$workspace" ] && ! mountpoint -q "$workspace"; then
   [ -d "$workspace" ] || install -d -o sandbox -g sandbox "$workspace"
   mount --bind "$store" "$workspace"
 fi
-if [ -n "$fresh" ]; then
-  runuser -u sandbox -- rsync -a --exclude-from=/etc/ss/sync-exclude "$src/" "$shared/"
-  runuser -u sandbox -- touch "$home/.ss/sync/$name.stamp"
-  echo created
-fi
+if [ -n "$fresh" ]; then echo created; fi
