@@ -10,7 +10,13 @@
 # hands each accepted connection over (SCM_RIGHTS) to the helper of the SSH connection the client
 # process belongs to, else to the newest one. When its own SSH connection ends, the listening
 # helper keeps listening for the others and leaves when the last one has gone, removing PATH.
-import errno
+#
+# The helpers talk over PATH.ctl in SEQPACKET messages, and only helpers of one protocol share a
+# listener (another ss build may run another helper):
+#   follower -> leader  "H PROTOCOL SESSION"  joins (SESSION: its sshd's pid, 0 when unknown)
+#   leader -> follower  "H PROTOCOL"          the leader's protocol; closed when it differs
+#   leader -> follower  "F" + a descriptor    a connection made on PATH, for the follower
+# A follower that has not joined with the leader's protocol is never handed a connection.
 import fcntl
 import os
 import selectors
@@ -20,6 +26,7 @@ import struct
 import sys
 import time
 
+PROTOCOL = 2  # of the messages on PATH.ctl above: change it whenever they change
 HDR = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE, ACK, READY, ERROR = b"ODFCARE"
 WINDOW = 256 * 1024  # bytes a side may send on one connection before the other acknowledges
@@ -66,12 +73,13 @@ class Client:
 
 
 class Follower:
-    __slots__ = ("sock", "session", "since")
+    __slots__ = ("sock", "session", "since", "joined")
 
     def __init__(self, sock, session, since):
         self.sock = sock
         self.session = session
         self.since = since
+        self.joined = False
 
 
 class Bridge:
@@ -367,10 +375,29 @@ class Bridge:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             s.connect(self.path + ".ctl")
-            s.send(b"R %d" % (self.session or 0))
+            s.send(b"H %d %d" % (PROTOCOL, self.session or 0))
+            s.settimeout(2)
+            answer = s.recv(64)
+        except socket.timeout:
+            s.close()
+            raise Fatal(
+                "cannot share the listener of %s: it belongs to a helper of an older ss build, "
+                "which does not say its protocol (this one: %d); end that build's sessions of "
+                "this sandbox and try again" % (self.path, PROTOCOL)
+            )
         except OSError:
             s.close()
             return False
+        if not answer:
+            s.close()
+            return False  # the leader left meanwhile
+        if answer != b"H %d" % PROTOCOL:
+            s.close()
+            raise Fatal(
+                "cannot share the listener of %s: it belongs to a helper of another ss build "
+                "(protocol %s, this one: %d); end that build's sessions of this sandbox and try "
+                "again" % (self.path, answer[2:].decode("ascii", "replace"), PROTOCOL)
+            )
         s.setblocking(False)
         self.leader = s
         self.sel.register(s, R, "leader")
@@ -405,7 +432,7 @@ class Bridge:
         except OSError:
             pass
         while True:
-            choices = list(self.followers.values())
+            choices = [f for f in self.followers.values() if f.joined]
             if self.up_alive:
                 choices.append(self)
             if not choices:
@@ -443,9 +470,21 @@ class Bridge:
             self.forget(s)
             return
         f = self.followers.get(s.fileno())
-        if f is not None and msg.startswith(b"R "):
-            session = int(msg[2:] or b"0")
-            f.session = session or None
+        if f is None or f.joined:
+            return
+        words = msg.split()
+        if len(words) != 3 or words[0] != b"H" or not all(w.isdigit() for w in words[1:]):
+            return  # a helper from before protocols were said: never handed a connection
+        try:
+            s.send(b"H %d" % PROTOCOL)
+        except OSError:
+            self.forget(s)
+            return
+        if int(words[1]) != PROTOCOL:
+            self.forget(s)
+            return
+        f.session = int(words[2]) or None
+        f.joined = True
 
     def forget(self, s):
         if self.followers.pop(s.fileno(), None) is not None:

@@ -3,12 +3,17 @@
 #include "remote_socket.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <thread>
 
@@ -248,6 +253,118 @@ TEST(RemoteSocket, ListenerKilledFollowerTakesOverWithinTwoSeconds) {
   EXPECT_EQ(EchoRoundTrips(connect, 10, 10000), "");
   EXPECT_GE(b->total_connections(), 11u);
   EXPECT_TRUE(a->ended());
+}
+
+// Stands where a helper of another ss build leads: holds PATH.lock and listens on PATH.ctl,
+// answering a joining helper with `answer` (nothing when empty). What it was told, in `heard`.
+class ForeignLeader {
+ public:
+  ForeignLeader(const std::string& path, std::string answer)
+      : answer_(std::move(answer)), ctl_path_(path + ".ctl") {
+    lock_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    EXPECT_EQ(::flock(lock_, LOCK_EX | LOCK_NB), 0);
+    ctl_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", ctl_path_.c_str());
+    EXPECT_EQ(::bind(ctl_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(ctl_, 4), 0);
+    thread_ = std::thread([this] {
+      int s = ::accept(ctl_, nullptr, nullptr);
+      if (s < 0) return;
+      char buf[64];
+      ssize_t n = ::recv(s, buf, sizeof buf, 0);
+      if (n > 0) heard = std::string(buf, n);
+      if (!answer_.empty()) ::send(s, answer_.data(), answer_.size(), 0);
+      char more;
+      (void)::recv(s, &more, 1, 0);  // until the helper hangs up
+      ::close(s);
+    });
+  }
+  ~ForeignLeader() {
+    ::shutdown(ctl_, SHUT_RDWR);
+    thread_.join();
+    ::close(ctl_);
+    ::unlink(ctl_path_.c_str());
+    ::close(lock_);
+  }
+  std::string heard;
+
+ private:
+  std::string answer_;
+  std::string ctl_path_;
+  int lock_ = -1;
+  int ctl_ = -1;
+  std::thread thread_;
+};
+
+std::string StartFails(TestSshd& sshd, const std::string& path) {
+  SshConnection conn(sshd.endpoint());
+  try {
+    RemoteSocketForward::Start(conn, path, {}, [] { return std::vector<SocketAddress>{}; });
+  } catch (const Error& e) {
+    return e.details().empty() ? e.what() : e.details()[0];
+  }
+  return "started";
+}
+
+TEST(RemoteSocket, HelpersOfAnotherProtocolNeverShareAListener) {
+  TestSshd sshd;
+  std::string path = sshd.Path("shared.sock");
+  {
+    ForeignLeader other(path, "H 1");
+    EXPECT_EQ(StartFails(sshd, path),
+              Cat("  cannot share the listener of ", path,
+                  ": it belongs to a helper of another ss "
+                  "build (protocol 1, this one: 2); end that build's sessions of this sandbox and "
+                  "try again"));
+    EXPECT_EQ(other.heard.substr(0, 4), "H 2 ");
+  }
+  {
+    ForeignLeader older(path, "");  // from before helpers said their protocol
+    EXPECT_EQ(StartFails(sshd, path),
+              Cat("  cannot share the listener of ", path,
+                  ": it belongs to a helper of an older "
+                  "ss build, which does not say its protocol (this one: 2); end that build's "
+                  "sessions of this sandbox and try again"));
+  }
+}
+
+// The listener's side: a helper of another protocol is told the leader's and let go; one that
+// says none is never handed a connection.
+TEST(RemoteSocket, TheListenerHandsNothingToHelpersOfAnotherProtocol) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("shared.sock");
+  SshConnection conn(sshd.endpoint());
+  auto leader =
+      RemoteSocketForward::Start(conn, path, {}, [&] { return std::vector{Unix(echo.path())}; });
+  LoopThread loop(conn);
+  auto join = [&](const std::string& hello) {
+    int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s.ctl", path.c_str());
+    EXPECT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::send(s, hello.data(), hello.size(), 0), static_cast<ssize_t>(hello.size()));
+    timeval tv{2, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return s;
+  };
+  int newer = join("H 3 0");
+  char buf[64];
+  ssize_t n = ::recv(newer, buf, sizeof buf, 0);
+  EXPECT_EQ(std::string(buf, std::max<ssize_t>(n, 0)), "H 2");
+  EXPECT_EQ(::recv(newer, buf, sizeof buf, 0), 0);  // and let go
+  ::close(newer);
+  int older = join("R 0");  // the newest helper, were it trusted
+  auto connect = [&] { return ConnectUnix(path); };
+  EXPECT_EQ(EchoRoundTrips(connect, 5, 1000), "");
+  EXPECT_EQ(leader->total_connections(), 5u);
+  timeval tv{0, 200000};
+  ::setsockopt(older, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::recv(older, buf, sizeof buf, 0), -1);  // nothing was handed over
+  ::close(older);
 }
 
 TEST(RemoteSocket, HelperNeedsItsInterpreter) {
