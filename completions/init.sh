@@ -6,7 +6,7 @@ ss() {
     shift
     local __ss_dir
     __ss_dir=$({{ss}} project path "$@") || return
-    builtin cd -- "$__ss_dir"
+    builtin cd -- "$__ss_dir" || return
   else
     command ss "$@"
   fi

@@ -25,7 +25,6 @@ import os
 import random
 import signal
 import socket
-import stat
 import struct
 import sys
 import threading

@@ -1,0 +1,79 @@
+#!/usr/bin/env bats
+# Every script ss runs or installs in the sandbox (shell/) and every Python file of the tree,
+# through the linters of Debian's archive: ShellCheck for sh and bash, fish's own parser, and
+# Python's compiler and pyflakes. A file of shell/ that none of them reads fails here, so a new
+# one cannot slip past.
+
+load helpers
+
+setup() { ss_setup; }
+
+# The shell a script of shell/ is for, from its first line ("#!/bin/sh" -> sh), or its suffix.
+dialect() {
+  case $1 in
+    *.py) echo python ;;
+    *.fish) echo fish ;;
+    *.bash) echo bash ;;
+    *)
+      local first
+      first=$(head -n1 "$1")
+      case $first in
+        '#!/bin/sh' | '#!/usr/bin/env sh') echo sh ;;
+        '#!/bin/bash' | '#!/usr/bin/env bash') echo bash ;;
+        *) echo unknown ;;
+      esac
+      ;;
+  esac
+}
+
+@test "every file of shell/ is in a language a linter here reads" {
+  local f n=0
+  for f in "$SS_SOURCE_DIR"/shell/*; do
+    n=$((n + 1))
+    [ "$(dialect "$f")" != unknown ] || fail "$(basename "$f"): no #!/bin/sh or #!/bin/bash line and no known suffix"
+  done
+  [ "$n" -ge 10 ]
+}
+
+@test "shellcheck: the sandbox's sh and bash scripts" {
+  local f d
+  for f in "$SS_SOURCE_DIR"/shell/*; do
+    d=$(dialect "$f")
+    case $d in sh | bash) ;; *) continue ;; esac
+    run shellcheck --shell="$d" --severity=style "$f"
+    [ "$status" -eq 0 ] || fail "$output"
+  done
+}
+
+@test "shellcheck: what ss init prints for bash and zsh, and the scripts that set up a machine" {
+  run shellcheck --shell=bash --severity=style - <<<"$(ss init bash)"
+  [ "$status" -eq 0 ] || fail "$output"
+  run shellcheck --shell=bash --severity=style \
+    "$SS_SOURCE_DIR/install.sh" "$SS_SOURCE_DIR/tests/run" "$SS_SOURCE_DIR/tests/host-setup" \
+    "$SS_SOURCE_DIR/.ci/run"
+  [ "$status" -eq 0 ] || fail "$output"
+}
+
+@test "fish parses the sandbox's fish config and ss's own fish files" {
+  local f
+  for f in "$SS_SOURCE_DIR"/shell/*.fish "$SS_SOURCE_DIR"/completions/*.fish; do
+    run fish --no-execute "$f"
+    [ "$status" -eq 0 ] || fail "$(basename "$f"): $output"
+  done
+  run fish --no-execute <<<"$(ss init fish)"
+  [ "$status" -eq 0 ] || fail "ss init fish: $output"
+}
+
+@test "python: every file compiles and pyflakes finds nothing" {
+  local files=()
+  mapfile -t files < <(cd "$SS_SOURCE_DIR" && git ls-files '*.py' 2>/dev/null ||
+    find shell tests bench -name '*.py')
+  [ "${#files[@]}" -ge 5 ]
+  local f
+  for f in "${files[@]}"; do
+    run env PYTHONPYCACHEPREFIX="$BATS_TEST_TMPDIR/pycache" python3 -m py_compile "$SS_SOURCE_DIR/$f"
+    [ "$status" -eq 0 ] || fail "$f: $output"
+  done
+  run pyflakes3 "${files[@]/#/$SS_SOURCE_DIR/}"
+  [ "$status" -eq 0 ] || fail "$output"
+}
