@@ -38,6 +38,9 @@ _ss_main() {
     return
   fi
   local IFS=$'\n'
-  COMPREPLY=($(compgen -W "$(command ss --complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)" -- "$cur"))
+  # A candidate may carry a description after a tab (for zsh and fish): bash shows none.
+  local -a candidates
+  candidates=($(command ss --complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
+  COMPREPLY=($(compgen -W "${candidates[*]%%$'\t'*}" -- "$cur"))
 }
 complete -F _ss_main ss

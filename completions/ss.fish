@@ -1,4 +1,5 @@
-# fish completion for ss. The candidates come from the binaries (`ss --complete WORD...`).
+# fish completion for ss. The candidates come from the binaries (`ss --complete WORD...`), a
+# description after a tab where there is one.
 # iproute2's socket tool shares the name: a line whose first word is an option is iproute2's,
 # and gets no candidates from here.
 function __ss_complete

@@ -266,21 +266,28 @@ int CdWithoutIntegration(const std::vector<std::string>& args) {
                Cat("or, once: cd \"$(ss project path", target, ")\"")});
 }
 
-// `ss --complete WORD...`: candidates for the last WORD (the one being completed). The first
-// word is a verb or a project; later words belong to the verb's binary, asked the same way.
+// `ss --complete WORD...`: candidates for the last WORD (the one being completed), one per line,
+// each followed by a tab and what it is where that helps (the shells that show descriptions, zsh
+// and fish, show it; bash drops it). The first word is a verb or a project; later words belong to
+// the verb's binary, asked the same way.
 int Complete(const std::vector<std::string>& words) {
   if (words.size() <= 1) {
     for (const auto& verb : Verbs()) {
-      if (FindTool(verb.binary)) std::cout << verb.name << "\n";
+      if (FindTool(verb.binary)) std::cout << verb.name << "\t" << verb.summary << "\n";
     }
-    for (const char* own : {"help", "commands", "init", "cd"}) std::cout << own << "\n";
+    static const std::pair<const char*, const char*> own[] = {
+        {"help", "open the manual page of a command"},
+        {"commands", "list every command, plugins included"},
+        {"init", "shell integration, for 'ss cd PROJECT'"},
+        {"cd", "go to a project's folder (with ss init)"}};
+    for (const auto& [verb, summary] : own) std::cout << verb << "\t" << summary << "\n";
     for (const auto& [verb, path] : Plugins()) {
-      if (!FindVerb(verb)) std::cout << verb << "\n";
+      if (!FindVerb(verb)) std::cout << verb << "\tplugin\n";
     }
     DIR* d = ::opendir(ProjectsDir().c_str());
     if (d) {
       while (dirent* e = ::readdir(d)) {
-        if (ProjectNameLike(e->d_name)) std::cout << e->d_name << "\n";
+        if (ProjectNameLike(e->d_name)) std::cout << e->d_name << "\tproject\n";
       }
       ::closedir(d);
     }
@@ -293,7 +300,7 @@ int Complete(const std::vector<std::string>& words) {
   }
   if (words[0] == "help") {
     if (words.size() == 2)
-      for (const auto& v : VerbNames()) std::cout << v << "\n";
+      for (const auto& v : Verbs()) std::cout << v.name << "\t" << v.summary << "\n";
     return 0;
   }
   if (words[0] == "commands") return 0;

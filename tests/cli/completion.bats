@@ -136,6 +136,11 @@ ZRC
   term_wait "ss config set memory"
   term_keys C-u "ss --tc" Tab
   term_wait "ss --tcp"
+  # What each candidate is, beside it, from the same table as ss commands.
+  term_keys C-u "ss sta" Tab
+  term_wait "-- show the sandbox's state and resources"
+  term_keys C-u "ss my-" Tab
+  term_wait "ss my-app"
   term_keys C-u 'eval "$(ss init zsh)"; ss cd my-app; pwd' Enter
   term_wait "$SS_HOME/projects/my-app"
 }
@@ -150,8 +155,27 @@ ZRC
   term_wait "ss delete client-website"
   term_keys C-u "ss init " Tab
   term_wait "zsh"
+  # What each candidate is, beside it, from the same table as ss commands.
+  term_keys C-u "ss sta" Tab
+  term_wait "(show the sandbox's state and resources)"
   term_keys C-u "ss init fish | source; ss cd my-app; pwd" Enter
   term_wait "$SS_HOME/projects/my-app"
+}
+
+@test "the first word's candidates say what they are; bash shows the names alone" {
+  run ss --complete ""
+  assert_success
+  assert_line "$(printf 'status\tshow the sandbox'"'"'s state and resources')"
+  assert_line "$(printf 'init\tshell integration, for '"'"'ss cd PROJECT'"'"'')"
+  assert_line "$(printf 'my-app\tproject')"
+  # Every verb ss commands lists, with the same words.
+  while IFS= read -r line; do
+    assert_line "$line"
+  done < <(ss commands)
+  run ss --complete help res
+  assert_line "$(printf 'restore\trestore a snapshot')"
+  run bash_complete sta
+  assert_output "$(printf 'status\nstart')"
 }
 
 @test "1,000 projects: every name is offered (the shell narrows by prefix)" {
