@@ -66,9 +66,21 @@ hint: see 'ss restore --help'"
   run --separate-stderr ss snapshot delete --sandbox box
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-snap: error: usage: ss snapshot delete NAME
-hint: see 'ss snapshot --help'"
+hint: see 'ss snapshot delete --help'"
   run --separate-stderr ss snapshot a b --sandbox box
   assert_equal "$status" 64
+  assert_equal "$stderr" "ss-snap: error: unexpected argument 'b'
+hint: usage: ss snapshot [NAME]
+hint: see 'ss snapshot --help'"
+  # An option of another command.
+  run --separate-stderr ss snapshot --force --sandbox box
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-snap: error: --force is not an option of 'ss snapshot'
+hint: --force goes with ss restore
+hint: see 'ss snapshot --help'"
+  run ss snapshot delete --help
+  assert_success
+  assert_line "  snapshot delete NAME  delete a snapshot (--yes)"
   # Restore and delete ask first; without a terminal that needs --yes.
   run --separate-stderr ss restore snap1 --sandbox box < /dev/null
   assert_equal "$status" 64
