@@ -2,7 +2,6 @@
 // come here.
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <iostream>
 
 #include "config.hpp"
@@ -17,93 +16,13 @@
 #include "shell_quote.hpp"
 #include "strings.hpp"
 #include "sync.hpp"
+#include "sync_line.hpp"
 #include "tool.hpp"
 #include "transfer.hpp"
 #include "working_copy.hpp"
 
-namespace po = boost::program_options;
-
 namespace ss {
 namespace {
-
-constexpr const char* kUsage = R"(usage: ss-sync COMMAND [ARGS] [OPTIONS]
-
-Working copies (projects.NAME.mode: copy, or a folder opened with ss run DIR --copy) and files
-in and out of the sandbox.
-
-Commands:
-  sync [PROJECT]        refresh the working copy from the host project (rsync --delete,
-                        leaving out sync.exclude); refuses to replace changes made in the
-                        copy unless --force, which saves them first
-  diff [PROJECT]        what apply would bring: the copy's changes since the last sync, and
-                        conflicts (changed on the host too), as a diff (--stat)
-  apply [PROJECT]       bring the copy's changes since the last sync to the host project
-                        (--yes); what changed on the host too is a conflict, left there
-                        unless --ours, --theirs or --merge
-  push LOCAL REMOTE     copy a file or directory into the sandbox
-  pull REMOTE LOCAL     copy a file or directory out of the sandbox
-
-PROJECT may be a folder in copy mode, named by a path (., ./app, /srv/app). It defaults to the
-project, or such folder, of the current directory. Relative REMOTE paths are relative
-to the project's directory in the sandbox (--project, or the current directory's project),
-else to the sandbox user's home.
-
-Options:
-  --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
-  --project NAME        push, pull: the project relative paths start from
-  --force               sync: replace changes made in the copy (saved first)
-  -n, --dry-run         sync: show what would change, change nothing
-  --stat                diff: a summary per file instead of the diff
-  --timeout SECONDS     how long to wait for the sandbox to start (default 60)
-  --json                sync: print one JSON document (see ss-json(7))
-  -y, --yes             apply: do not ask for confirmation
-  --ours                apply: settle conflicts with the host's version
-  --theirs              apply: settle conflicts with the sandbox's version
-  --merge               apply: merge conflicting text (git merge-file; conflict markers where
-                        both changed the same lines)
-  -h, --help            show this help
-)";
-
-struct Options {
-  std::vector<std::string> words;
-  std::string sandbox;
-  std::string project;
-  bool force = false;
-  bool dry_run = false;
-  bool stat = false;
-  int timeout = 60;
-  bool json = false;
-  bool yes = false;
-  bool ours = false, theirs = false, merge = false;
-  bool help = false;
-};
-
-// The options of some commands only; --sandbox, --project, --timeout and --help go with every
-// one.
-const std::vector<OptionUse>& OptionUses() {
-  static const std::vector<OptionUse> uses = {
-      {"force", {"sync"}}, {"dry-run", {"sync"}}, {"json", {"sync"}},    {"stat", {"diff"}},
-      {"yes", {"apply"}},  {"ours", {"apply"}},   {"theirs", {"apply"}}, {"merge", {"apply"}}};
-  return uses;
-}
-
-Options ParseArgs(const Args& args) {
-  Options o;
-  po::options_description desc;
-  desc.add_options()("sandbox", po::value(&o.sandbox))("project", po::value(&o.project))(
-      "force", po::bool_switch(&o.force))("dry-run,n", po::bool_switch(&o.dry_run))(
-      "stat", po::bool_switch(&o.stat))("timeout", po::value(&o.timeout))(
-      "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
-      "ours", po::bool_switch(&o.ours))("theirs", po::bool_switch(&o.theirs))(
-      "merge", po::bool_switch(&o.merge))("help,h", po::bool_switch(&o.help))("words",
-                                                                              po::value(&o.words));
-  po::variables_map given = ParseWithWords(args, desc);
-  if (o.timeout <= 0) {
-    throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
-  }
-  CheckOptionUse(given, o.words.empty() ? "" : o.words[0], OptionUses(), "ss ", "ss sync --help");
-  return o;
-}
 
 // The project of the current directory, if it is inside the projects folder.
 std::string ProjectOfCwd() {
@@ -138,8 +57,8 @@ struct Target {
   std::string sandbox;
 };
 
-Target RequireCopy(const Options& o, const Config& config, const std::string& verb) {
-  std::string word = o.words.size() == 2 ? o.words[1] : o.project;
+Target RequireCopy(const SyncLine& o, const Config& config, const std::string& verb) {
+  std::string word = !o.args.empty() ? o.args[0] : o.project;
   std::optional<Folder> folder;
   if (!word.empty() && IsFolderWord(word)) {
     folder = FolderAt(word);
@@ -177,7 +96,7 @@ Target RequireCopy(const Options& o, const Config& config, const std::string& ve
 
 class Connection {
  public:
-  Connection(const Options& o, const Config& config, const std::string& sandbox = "")
+  Connection(const SyncLine& o, const Config& config, const std::string& sandbox = "")
       : o_(o), sandbox_(sandbox.empty() ? ResolveSandboxName(o.sandbox) : sandbox, config) {}
   Sandbox& sandbox() { return sandbox_; }
   SshConnection& Get() {
@@ -191,7 +110,7 @@ class Connection {
   }
 
  private:
-  const Options& o_;
+  const SyncLine& o_;
   Sandbox sandbox_;
   std::unique_ptr<SshConnection> conn_;
 };
@@ -211,8 +130,7 @@ int ReportRefused(const std::vector<Refusal>& refused, std::string_view fate) {
   return kExitFailure;
 }
 
-int Sync(const Options& o, const Config& config) {
-  if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
+int Sync(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "sync");
   const std::string& project = t.source.name;
   const std::string& label = t.source.folder() ? t.source.host_dir : project;
@@ -290,8 +208,7 @@ void NoteKept(const ApplyPlan& plan, const std::string& project) {
   }
 }
 
-int Diff(const Options& o, const Config& config) {
-  if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
+int Diff(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "diff");
   Connection c(o, config, t.sandbox);
   ApplyPlan plan = Plan(c, config, t.source);
@@ -301,7 +218,7 @@ int Diff(const Options& o, const Config& config) {
   return 0;
 }
 
-Resolution ChosenResolution(const Options& o) {
+Resolution ChosenResolution(const SyncLine& o) {
   int n = o.ours + o.theirs + o.merge;
   if (n > 1) throw Error(kExitUsage, "choose one of --ours, --theirs and --merge");
   return o.ours     ? Resolution::kOurs
@@ -310,8 +227,7 @@ Resolution ChosenResolution(const Options& o) {
                     : Resolution::kNone;
 }
 
-int Apply(const Options& o, const Config& config) {
-  if (o.words.size() > 2) throw Error(kExitUsage, Cat("unexpected argument '", o.words[2], "'"));
+int Apply(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "apply");
   // Messages name a project as 'app' and a folder by its path.
   const std::string project = t.source.folder() ? t.source.host_dir : t.source.name;
@@ -385,10 +301,10 @@ int Apply(const Options& o, const Config& config) {
   return status;
 }
 
-std::string RemoteBase(const Options& o, const Config& config, Connection& c) {
+std::string RemoteBase(const SyncLine& o, const Config& config, Connection& c) {
   std::string project = o.project.empty() ? ProjectOfCwd() : o.project;
   if (project.empty()) return "/home/sandbox";
-  project = RequireProject(project, o.words[0]);
+  project = RequireProject(project, o.command);
   if (IsCopyMode(config, project)) {
     RequireCopyIn(config, ProjectCopy(project), c.sandbox().name());
     PrepareWorkingCopy(c.Get(), config, ProjectCopy(project), c.sandbox().name());
@@ -396,37 +312,23 @@ std::string RemoteBase(const Options& o, const Config& config, Connection& c) {
   return CopyDir(project);
 }
 
-int Transfer(const Options& o, const Config& config) {
-  bool push = o.words[0] == "push";
-  if (o.words.size() != 3) {
-    throw UsageError(push ? "usage: ss push LOCAL REMOTE" : "usage: ss pull REMOTE LOCAL",
-                     push ? "ss push" : "ss pull");
-  }
-  for (const auto& w : {o.words[1], o.words[2]}) {
+int Transfer(const SyncLine& o, const Config& config) {
+  bool push = o.command == "push";
+  for (const auto& w : o.args) {
     if (w.empty()) throw Error(kExitUsage, "empty path", {}, {"name a file or directory"});
   }
   Connection c(o, config);
   std::string base = RemoteBase(o, config, c);
-  TransferResult r = push
-                         ? Push(c.Get(), o.words[1], RemotePath(o.words[2], base))
-                         : Pull(c.Get(), RemotePath(o.words[1], base), o.words[2], SandboxLabel(c));
+  TransferResult r = push ? Push(c.Get(), o.args[0], RemotePath(o.args[1], base))
+                          : Pull(c.Get(), RemotePath(o.args[0], base), o.args[1], SandboxLabel(c));
   std::cout << (push ? "Pushed " : "Pulled ") << (r.directory ? "directory " : "")
-            << (push ? o.words[1] : RemotePath(o.words[1], base)) << " to "
+            << (push ? o.args[0] : RemotePath(o.args[0], base)) << " to "
             << (push ? "sandbox:" : "") << r.destination << "\n";
   return ReportRefused(r.refused, "not written");
 }
 
-const std::vector<std::string>& Commands() {
-  static const std::vector<std::string> c = {"sync", "diff", "apply", "push", "pull"};
-  return c;
-}
-
 int Complete(const Args& words) {
-  if (words.size() <= 1) {
-    for (const auto& c : Commands()) std::cout << c << "\n";
-    return 0;
-  }
-  const std::string& prev = words[words.size() - 2];
+  const std::string& prev = words.size() >= 2 ? words[words.size() - 2] : "";
   if (prev == "--sandbox") {
     for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
     return 0;
@@ -435,30 +337,25 @@ int Complete(const Args& words) {
       (words.size() == 2 && (words[0] == "sync" || words[0] == "diff" || words[0] == "apply"))) {
     for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
   }
-  for (const auto& f :
-       OptionsOf(words[0], OptionUses(), {"sandbox", "project", "timeout", "help"})) {
-    std::cout << f << "\n";
-  }
+  std::string out;
+  SyncCommands().Complete(words, out);
+  std::cout << out;
   return 0;
 }
 
-int Run(const Options& o) {
+int Run(const SyncLine& o) {
   if (o.help) {
-    std::cout << kUsage;
+    std::cout << SyncCommands().Help();
     return 0;
   }
-  if (o.words.empty()) {
-    std::cerr << kUsage;
+  if (o.command.empty()) {
+    std::cerr << SyncCommands().Help();
     return kExitUsage;
   }
-  const std::string& cmd = o.words[0];
-  if (std::find(Commands().begin(), Commands().end(), cmd) == Commands().end()) {
-    throw UnknownCommandError(cmd, Commands(), "ss sync");
-  }
   Config config = Config::Load();
-  if (cmd == "sync") return Sync(o, config);
-  if (cmd == "diff") return Diff(o, config);
-  if (cmd == "apply") return Apply(o, config);
+  if (o.command == "sync") return Sync(o, config);
+  if (o.command == "diff") return Diff(o, config);
+  if (o.command == "apply") return Apply(o, config);
   return Transfer(o, config);
 }
 
@@ -469,6 +366,6 @@ int main(int argc, char** argv) {
   return ss::RunTool("ss-sync", argc, argv, [](const ss::Args& args) {
     if (!args.empty() && args[0] == "--complete")
       return ss::Complete({args.begin() + 1, args.end()});
-    return ss::Run(ss::ParseArgs(args));
+    return ss::Run(ss::ParseSyncLine(args));
   });
 }

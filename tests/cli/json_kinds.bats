@@ -31,7 +31,18 @@ setup() {
   documented ConfigValue "$(ss config get memory --json)"
   documented Profiles "$(ss profiles --json)"
   documented SandboxList "$(ss vm list --json)"
-  documented ImageList "$(ss vm image ls --json)"
+  # An image as the image build records it, so the list has an item to check.
+  mkdir -p "$HOME/.cache/ss/images/bookworm-0123456789"
+  cat > "$HOME/.cache/ss/images/bookworm-0123456789/image.json" <<'JSON'
+{"id": "bookworm-0123456789", "release": "bookworm", "mirror": "http://deb.debian.org/debian",
+ "npm_registry": "https://registry.npmjs.org", "created": "2026-11-27T18:02:43Z",
+ "versions": {"node": "v22.23.3", "npm": "10.9.9", "claude_code": "2.1.332",
+   "chrome_devtools_mcp": "1.11.0", "gh": "2.23.0", "docker": "20.10.24", "cloud_init": "22.4.2",
+   "kernel": "6.1.0-56-amd64"},
+ "size_bytes": 2923225536}
+JSON
+  [ "$(ss vm image ls --json | jq '.items | length')" -eq 1 ]
+  documented ImageList "$(ss vm image ls --json)" Image
   documented BackendList "$(ss vm backends --json || true)"
   documented Doctor "$(ss doctor --json || true)"
   documented BrowserCheck "$(ss tunnel --check --json || true)"

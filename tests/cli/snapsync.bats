@@ -132,13 +132,14 @@ hint: switch it: ss config set projects.sn-plain.mode copy"
   ss new sn-copy --copy >/dev/null
   run --separate-stderr ss diff sn-copy --json
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-sync: error: --json is not an option of 'diff'
-hint: --json goes with ss sync; see 'ss sync --help'"
+  assert_equal "$stderr" "ss-sync: error: --json is not an option of 'ss diff'
+hint: --json goes with ss sync
+hint: see 'ss diff --help'"
   for bad in "apply sn-copy --stat" "sync sn-copy --yes" "diff sn-copy --ours" "push a b --force" \
     "pull a b --dry-run" "apply sn-copy -n" "sync sn-copy --merge" "diff sn-copy --theirs"; do
     run --separate-stderr ss $bad
     assert_equal "$status" 64
-    [[ "$stderr" == "ss-sync: error: --"*" is not an option of '${bad%% *}'"* ]]
+    [[ "$stderr" == "ss-sync: error: --"*" is not an option of 'ss ${bad%% *}'"* ]]
   done
 }
 
@@ -149,7 +150,8 @@ hint: --json goes with ss sync; see 'ss sync --help'"
 hint: see 'ss push --help'"
   run --separate-stderr ss pull a b c
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-sync: error: usage: ss pull REMOTE LOCAL
+  assert_equal "$stderr" "ss-sync: error: unexpected argument 'c'
+hint: usage: ss pull REMOTE LOCAL
 hint: see 'ss pull --help'"
   run --separate-stderr ss-sync sycn
   assert_equal "$status" 64

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "error.hpp"
-#include "snap_line.hpp"
 
 namespace ss {
 namespace {
@@ -133,25 +132,6 @@ TEST(CommandTable, CompletionSaysWhatEachCandidateIs) {
   out.clear();
   EXPECT_FALSE(Table().Complete({"nope", ""}, out));
   EXPECT_EQ(out, "");
-}
-
-TEST(SnapLine, CommandsArgumentsAndOptions) {
-  SnapLine o = ParseSnapLine({"snapshot", "delete", "s1", "--yes", "--sandbox", "box"});
-  EXPECT_EQ(o.command, "snapshot delete");
-  EXPECT_EQ(o.name, "s1");
-  EXPECT_TRUE(o.yes);
-  EXPECT_EQ(o.sandbox, "box");
-  o = ParseSnapLine({"snapshot"});
-  EXPECT_EQ(o.command, "snapshot");
-  EXPECT_EQ(o.name, "");
-  o = ParseSnapLine({"restore", "s1", "--timeout", "5", "--force"});
-  EXPECT_EQ(o.timeout, 5);
-  EXPECT_TRUE(o.force);
-  EXPECT_EQ(ParseSnapLine({"ls", "--json"}).command, "list");
-  EXPECT_THROW(ParseSnapLine({"restore"}), Error);
-  EXPECT_THROW(ParseSnapLine({"restore", "a", "b"}), Error);
-  EXPECT_THROW(ParseSnapLine({"snapshot", "--yes"}), Error);
-  EXPECT_THROW(ParseSnapLine({"restore", "s1", "--timeout", "0"}), Error);
 }
 
 }  // namespace
