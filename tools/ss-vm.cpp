@@ -1,7 +1,6 @@
 // ss-vm: sandboxes. Start, stop, status, reset and delete a sandbox; build and manage the base
 // image; prepare the host for a backend. `ss status|start|stop|reset` come here.
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -32,126 +31,10 @@
 #include "strings.hpp"
 #include "timefmt.hpp"
 #include "tool.hpp"
-
-namespace po = boost::program_options;
+#include "vm_line.hpp"
 
 namespace ss {
 namespace {
-
-// ss vm's commands, for completion and did-you-mean.
-constexpr const char* kCommands[] = {"start",  "stop",  "restart",      "status", "reset",
-                                     "delete", "clean", "provision",    "list",   "backends",
-                                     "image",  "setup", "health-check", "doctor"};
-
-constexpr const char* kUsage = R"(usage: ss vm COMMAND [OPTIONS]
-
-Sandboxes: the machines the agent runs in.
-
-Commands:
-  start                 start the sandbox (create it from the image the first time)
-  stop                  stop it (gracefully, then forced after --timeout)
-  restart               stop it if it runs, then start it
-  status                show state, address, resources, snapshots and login (--json)
-  reset                 replace it with a fresh one; projects are not touched (--yes)
-  delete                remove it; projects are not touched (--yes)
-  clean --profile NAME  reset a profile's state: remove its sandbox, made afresh by the next
-                        session (--yes); `ss clean --profile NAME`
-  provision             copy the agent's configuration (agent.config) into ~/.claude again
-  list                  list this install's sandboxes (--json)
-  backends              what each backend needs here and what auto picks (--json)
-  image build           build the base image from Debian packages (--release, --mirror, --force)
-  image ls              list built images (--json)
-  image rm ID           remove a built image (--yes)
-  setup                 prepare this host for a backend (--backend; --stop undoes it)
-  health-check [NAME]   check the sandbox component by component (--json); `ss health-check`
-  doctor                check the host: virtualization, backends, disk, browser (--json)
-
-Options:
-  --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
-  --profile NAME        the sandbox of profile NAME, with its settings (see ss profiles)
-  --backend NAME        backend for a new sandbox: auto, qemu, lxd, docker, podman
-  --fish                with start and reset: make fish the sandbox user's shell (default
-                        sandboxes.NAME.shell, bash)
-  --deploy DIR          with start and reset: share DIR read-write at /mnt/deploy in the new
-                        sandbox (default sandboxes.NAME.deploy; reset keeps the old one)
-  --timeout SECONDS     how long start waits for SSH (default 30; 300 for a VM without
-                        hardware acceleration), stop waits before forcing (default 15)
-  --release NAME        Debian release of the image (default bookworm)
-  --mirror URL          Debian mirror (default http://deb.debian.org/debian)
-  --force               image build: rebuild even when up to date; reset, delete: go on
-                        although working copies have changes not yet applied (saved to
-                        ~/super-sandbox/rescued/ first)
-  --stop                with setup: stop the daemons setup started
-  --json                print one JSON document (see ss-json(7))
-  -y, --yes             do not ask for confirmation
-  -h, --help            show this help
-)";
-
-struct Options {
-  std::vector<std::string> words;
-  std::string sandbox;
-  std::string profile;
-  std::string backend;
-  std::string deploy;
-  int timeout = -1;
-  std::string release = "bookworm";
-  std::string mirror = "http://deb.debian.org/debian";
-  bool force = false;
-  bool fish = false;
-  bool stop = false;
-  bool json = false;
-  bool yes = false;
-  bool help = false;
-};
-
-// The options of some commands only; the rest (--sandbox, --profile, --help) go with every one.
-// A command of `ss vm image` is written "image build".
-const std::vector<OptionUse>& OptionUses() {
-  static const std::vector<OptionUse> uses = {
-      {"backend",
-       {"start", "stop", "restart", "status", "reset", "delete", "clean", "provision", "setup"}},
-      {"timeout", {"start", "stop", "restart", "reset", "provision"}},
-      {"fish", {"start", "reset"}},
-      {"deploy", {"start", "reset"}},
-      {"release", {"image build"}},
-      {"mirror", {"image build"}},
-      {"force", {"reset", "delete", "clean", "image build"}},
-      {"stop", {"setup"}},
-      {"json",
-       {"status", "list", "ls", "backends", "image build", "image ls", "image list", "setup",
-        "health-check", "doctor"}},
-      {"yes", {"reset", "delete", "clean", "image rm"}}};
-  return uses;
-}
-
-// The command the words name, as OptionUses writes it.
-std::string CommandOf(const std::vector<std::string>& words) {
-  if (words.empty()) return "";
-  if (words[0] == "image" && words.size() > 1) return Cat("image ", words[1]);
-  return words[0];
-}
-
-Options ParseArgs(const Args& args) {
-  Options o;
-  po::options_description desc;
-  desc.add_options()("sandbox", po::value(&o.sandbox))("profile", po::value(&o.profile))(
-      "backend", po::value(&o.backend))("timeout", po::value(&o.timeout))(
-      "release", po::value(&o.release))("mirror", po::value(&o.mirror))(
-      "force", po::bool_switch(&o.force))("fish", po::bool_switch(&o.fish))(
-      "deploy", po::value(&o.deploy))("stop", po::bool_switch(&o.stop))(
-      "json", po::bool_switch(&o.json))("yes,y", po::bool_switch(&o.yes))(
-      "help,h", po::bool_switch(&o.help))("words", po::value(&o.words));
-  po::variables_map given = ParseWithWords(args, desc);
-  if (!o.deploy.empty() && !o.words.empty() && o.words[0] != "start" && o.words[0] != "reset") {
-    throw Error(kExitUsage, Cat("--deploy goes with start and reset, not ", o.words[0]), {},
-                {"the deploy folder is chosen when a sandbox is created"});
-  }
-  if (o.timeout == 0 || o.timeout < -1) {
-    throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
-  }
-  CheckOptionUse(given, CommandOf(o.words), OptionUses(), "ss vm ", "ss vm --help");
-  return o;
-}
 
 std::string FormatUptime(int64_t seconds) {
   if (seconds < 0) return "?";
@@ -162,7 +45,7 @@ std::string FormatUptime(int64_t seconds) {
   return Cat(seconds, "s");
 }
 
-std::chrono::seconds Timeout(const Options& o, std::chrono::seconds fallback) {
+std::chrono::seconds Timeout(const VmLine& o, std::chrono::seconds fallback) {
   return o.timeout > 0 ? std::chrono::seconds(o.timeout) : fallback;
 }
 
@@ -170,11 +53,11 @@ void Say(std::string_view progress_line) { Note(progress_line); }
 
 // The --deploy folder, checked: a bad one is reported before anything is asked of the backend
 // (or of the user).
-std::string RequestedDeploy(const Options& o) {
+std::string RequestedDeploy(const VmLine& o) {
   return o.deploy.empty() ? "" : ResolveDeployDir(o.deploy, "--deploy DIR");
 }
 
-int Start(const Options& o, const Config& config) {
+int Start(const VmLine& o, const Config& config) {
   std::string deploy = RequestedDeploy(o);
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   if (o.fish) sandbox.set_login_shell("fish");
@@ -203,7 +86,7 @@ SandboxState ExistingState(Sandbox& sandbox, std::string hint) {
   return state;
 }
 
-int Stop(const Options& o, const Config& config) {
+int Stop(const VmLine& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   SandboxState state = ExistingState(sandbox, "list them: ss vm list");
   if (state == SandboxState::kStopped) {
@@ -216,7 +99,7 @@ int Stop(const Options& o, const Config& config) {
   return 0;
 }
 
-int Restart(const Options& o, const Config& config) {
+int Restart(const VmLine& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   if (ExistingState(sandbox, "create it: ss start") != SandboxState::kStopped) {
     Say("Stopping VM...");
@@ -240,7 +123,7 @@ std::vector<std::string> SnapshotNames(Sandbox& sandbox, std::string& why) {
   return names;
 }
 
-int Status(const Options& o, const Config& config) {
+int Status(const VmLine& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   SandboxStatus st = sandbox.backend().Status(sandbox.name());
   SandboxState state = sandbox.State();
@@ -401,7 +284,7 @@ int Status(const Options& o, const Config& config) {
   return 0;
 }
 
-int Reset(const Options& o, const Config& config) {
+int Reset(const VmLine& o, const Config& config) {
   std::string name = ResolveSandboxName(o.sandbox);
   std::string deploy = RequestedDeploy(o);
   std::optional<Sandbox> sandbox;
@@ -436,8 +319,8 @@ int Reset(const Options& o, const Config& config) {
   return 0;
 }
 
-int Delete(const Options& o, const Config& config) {
-  bool clean = o.words[0] == "clean";
+int Delete(const VmLine& o, const Config& config) {
+  bool clean = o.command == "clean";
   if (clean && std::ranges::count(KnownSandboxes(), o.sandbox) == 0) {
     std::cout << "Profile '" << o.profile << "' has no sandbox yet; nothing to clean.\n";
     return 0;
@@ -465,7 +348,7 @@ int Delete(const Options& o, const Config& config) {
 }
 
 // `ss vm provision`: the agent's configuration folder copied into the running sandbox again.
-int Provision(const Options& o, const Config& config) {
+int Provision(const VmLine& o, const Config& config) {
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   ExistingState(sandbox, "create it: ss start");
   Progress progress(Cat("sandbox ", sandbox.name()));
@@ -481,7 +364,7 @@ int Provision(const Options& o, const Config& config) {
   return 0;
 }
 
-int List(const Options& o, const Config& config) {
+int List(const VmLine& o, const Config& config) {
   Json doc = JsonDocument("SandboxList");
   doc["items"] = Json::array();
   bool tty = StdoutIsTty();
@@ -509,7 +392,7 @@ int List(const Options& o, const Config& config) {
   return 0;
 }
 
-int Backends(const Options& o, const Config& config) {
+int Backends(const VmLine& o, const Config& config) {
   BackendChoice choice;
   std::optional<Error> none;
   std::vector<std::pair<std::string, Probe>> probes;
@@ -558,11 +441,8 @@ int Backends(const Options& o, const Config& config) {
   return 0;
 }
 
-int Image(const Options& o) {
-  std::string action = o.words.size() > 1 ? o.words[1] : "";
-  if (action == "build") {
-    if (o.words.size() != 2)
-      throw UsageError("usage: ss vm image build [--release R] [--mirror URL] [--force]", "ss vm");
+int Image(const VmLine& o) {
+  if (o.command == "image build") {
     ImageBuildOptions b = ImageOptionsFrom(Config::Load());
     b.release = o.release;
     b.mirror = o.mirror;
@@ -583,7 +463,7 @@ int Image(const Options& o) {
     }
     return 0;
   }
-  if (action == "ls" || action == "list") {
+  if (o.command == "image ls") {
     auto images = ListImages();
     if (o.json) {
       Json doc = JsonDocument("ImageList");
@@ -615,13 +495,12 @@ int Image(const Options& o) {
     }
     return 0;
   }
-  if (action == "rm") {
-    if (o.words.size() != 3) throw UsageError("usage: ss vm image rm ID", "ss vm");
-    auto image = FindImage(o.words[2]);
+  {
+    auto image = FindImage(o.args[0]);
     if (!image) {
       std::vector<std::string> ids;
       for (const auto& i : ListImages()) ids.push_back(i.id);
-      throw Error(kExitNoInput, Cat("no image '", o.words[2], "'"), {},
+      throw Error(kExitNoInput, Cat("no image '", o.args[0], "'"), {},
                   {ids.empty() ? "there are no images" : Cat("images: ", Join(ids, ", "))});
     }
     if (!Confirm(Cat("Remove image ", image->id, "? [y/N]: "), o.yes)) {
@@ -645,13 +524,9 @@ int Image(const Options& o) {
     }
     return 0;
   }
-  throw Error(
-      kExitUsage,
-      Cat(action.empty() ? "missing image command" : Cat("unknown image command '", action, "'")),
-      {}, {"use build, ls or rm; see 'ss vm --help'"});
 }
 
-int Setup(const Options& o) {
+int Setup(const VmLine& o) {
   std::string backend = o.backend;
   if (backend.empty() || backend == "auto") {
     // What auto prefers when the hardware allows it, else the container backend that isolates
@@ -702,7 +577,7 @@ int Setup(const Options& o) {
   return 0;
 }
 
-int PrintChecks(const std::vector<CheckResult>& checks, const Options& o, Json doc) {
+int PrintChecks(const std::vector<CheckResult>& checks, const VmLine& o, Json doc) {
   bool failed = AnyFailed(checks);
   if (o.json) {
     doc["ok"] = !failed;
@@ -714,12 +589,8 @@ int PrintChecks(const std::vector<CheckResult>& checks, const Options& o, Json d
   return failed ? kExitFailure : 0;
 }
 
-int HealthCheck(const Options& o, const Config& config) {
-  if (o.words.size() > 2) {
-    throw UsageError(Cat("unexpected argument '", o.words[2], "'"), "ss health-check",
-                     {"usage: ss health-check [SANDBOX]"});
-  }
-  std::string name = o.words.size() == 2 ? o.words[1] : ResolveSandboxName(o.sandbox);
+int HealthCheck(const VmLine& o, const Config& config) {
+  std::string name = !o.args.empty() ? o.args[0] : ResolveSandboxName(o.sandbox);
   ValidateSandboxName(name);
   auto known = KnownSandboxes();
   if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -732,22 +603,12 @@ int HealthCheck(const Options& o, const Config& config) {
   return PrintChecks(ss::HealthCheck(sandbox, config), o, doc);
 }
 
-int Doctor(const Options& o, const Config& config) {
-  if (o.words.size() > 1) {
-    throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss doctor",
-                     {"usage: ss doctor [--json]"});
-  }
+int Doctor(const VmLine& o, const Config& config) {
   return PrintChecks(ss::Doctor(config), o, JsonDocument("Doctor"));
 }
 
 int Complete(const Args& words) {
-  if (words.size() <= 1) {
-    for (const char* w : kCommands) {
-      std::cout << w << "\n";
-    }
-    return 0;
-  }
-  const std::string& prev = words[words.size() - 2];
+  const std::string& prev = words.size() >= 2 ? words[words.size() - 2] : "";
   if (prev == "--sandbox") {
     for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
   } else if (prev == "--profile") {
@@ -757,38 +618,33 @@ int Complete(const Args& words) {
     for (const auto& n : BackendNames()) std::cout << n << "\n";
   } else if (prev == "--deploy") {
     // A folder: nothing from here, so the shell offers paths where it can (zsh).
-  } else if (words[0] == "image" && words.size() == 2) {
-    std::cout << "build\nls\nrm\n";
-  } else if (words[0] == "image" && words.size() == 3 && words[1] == "rm") {
-    for (const auto& i : ListImages()) std::cout << i.id << "\n";
   } else {
-    std::vector<std::string> command(words.begin(), words.end() - 1);
-    for (const auto& f :
-         OptionsOf(CommandOf(command), OptionUses(), {"sandbox", "profile", "help"}))
-      std::cout << f << "\n";
+    if (words.size() == 3 && words[0] == "image" && words[1] == "rm") {
+      for (const auto& i : ListImages()) std::cout << i.id << "\n";
+    }
+    std::string out;
+    VmCommands().Complete(words, out);
+    std::cout << out;
   }
   return 0;
 }
 
-int Run(const Options& o) {
+int Run(const VmLine& o) {
   if (o.help) {
-    std::cout << kUsage;
+    std::cout << VmCommands().Help();
     return 0;
   }
-  if (o.words.empty()) {
-    std::cerr << kUsage;
+  if (o.command.empty()) {
+    std::cerr << VmCommands().Help();
     return kExitUsage;
   }
-  const std::string& cmd = o.words[0];
-  if (cmd == "image") return Image(o);
+  const std::string& cmd = o.command;
+  if (cmd.rfind("image ", 0) == 0) return Image(o);
   if (cmd == "setup") return Setup(o);
   if (cmd == "health-check") return HealthCheck(o, Config::Load());
   if (cmd == "doctor") return Doctor(o, Config::Load());
-  if (o.words.size() > 1) {
-    throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss vm");
-  }
   Config config = Config::Load();
-  Options with_profile = o;
+  VmLine with_profile = o;
   if (!o.profile.empty()) with_profile.sandbox = ProfileSandbox(config, o.profile, o.sandbox);
   if (cmd == "clean") {
     if (o.profile.empty()) {
@@ -804,9 +660,8 @@ int Run(const Options& o) {
   if (cmd == "status") return Status(with_profile, config);
   if (cmd == "reset") return Reset(with_profile, config);
   if (cmd == "delete") return Delete(with_profile, config);
-  if (cmd == "list" || cmd == "ls") return List(o, config);
-  if (cmd == "backends") return Backends(o, config);
-  throw UnknownCommandError(cmd, {std::begin(kCommands), std::end(kCommands)}, "ss vm");
+  if (cmd == "list") return List(o, config);
+  return Backends(o, config);
 }
 
 }  // namespace
@@ -818,6 +673,6 @@ int main(int argc, char** argv) {
       return ss::Complete({args.begin() + 1, args.end()});
     // Internal: the supervisor of a QEMU machine (see qemu_supervisor.hpp).
     if (args.size() == 2 && args[0] == "--qemu-supervise") return ss::RunQemuSupervisor(args[1]);
-    return ss::Run(ss::ParseArgs(args));
+    return ss::Run(ss::ParseVmLine(args));
   });
 }

@@ -7,6 +7,7 @@
 
 #include "error.hpp"
 #include "strings.hpp"
+#include "suggest.hpp"
 #include "tool.hpp"
 
 namespace po = boost::program_options;
@@ -140,7 +141,7 @@ ParsedLine CommandTable::Parse(const std::vector<std::string>& args) const {
       for (const auto& name : NamesOf(c)) {
         auto w = Words(name);
         if (std::find(firsts.begin(), firsts.end(), w[0]) == firsts.end()) firsts.push_back(w[0]);
-        if (w.size() > 1 && w[0] == words[0]) seconds.push_back(w[1]);
+        if (w.size() > 1 && w[0] == words[0] && name == c.name) seconds.push_back(w[1]);
       }
     }
     if (!seconds.empty()) {
@@ -148,9 +149,12 @@ ParsedLine CommandTable::Parse(const std::vector<std::string>& args) const {
       if (words.size() == 1) {
         throw UsageError(Cat("usage: ", group, " ", Join(seconds, "|")), spec_.help_command);
       }
-      std::vector<std::string> full;
-      for (const auto& second : seconds) full.push_back(Cat(words[0], " ", second));
-      throw UnknownCommandError(Cat(words[0], " ", words[1]), full, spec_.help_command);
+      std::vector<std::string> hints;
+      if (auto guess = Suggest(words[1], seconds)) {
+        hints.push_back(Cat("did you mean '", words[0], " ", *guess, "'?"));
+      }
+      throw UsageError(Cat("unknown command '", words[0], " ", words[1], "'"), spec_.help_command,
+                       std::move(hints));
     }
     throw UnknownCommandError(words[0], firsts, spec_.help_command);
   }

@@ -64,9 +64,9 @@ bash_complete() {
   assert_output ""
   # Each vm command offers its own options only.
   run bash_complete vm image build --
-  assert_output $'--sandbox\n--profile\n--help\n--release\n--mirror\n--force\n--json'
+  assert_output $'--sandbox\n--profile\n--release\n--mirror\n--force\n--json\n--help'
   run bash_complete vm list --
-  assert_output $'--sandbox\n--profile\n--help\n--json'
+  assert_output $'--sandbox\n--profile\n--json\n--help'
   run bash_complete apply --
   assert_output $'--sandbox\n--project\n--timeout\n--yes\n--ours\n--theirs\n--merge\n--help'
   run bash_complete run . --

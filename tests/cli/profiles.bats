@@ -244,7 +244,7 @@ hint: to delete any sandbox: ss destroy --sandbox NAME"
   assert_output untrusted
   run ss --complete run --pro
   assert_line --profile
-  run ss --complete ''
+  run bash -c "ss --complete '' | cut -f1"
   assert_line run
   assert_line profiles
   assert_line clean

@@ -29,22 +29,38 @@ hint: see 'ss vm --help'"
   run --separate-stderr ss vm start extra
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-vm: error: unexpected argument 'extra'
-hint: see 'ss vm --help'"
+hint: usage: ss vm start
+hint: see 'ss vm start --help'"
   run --separate-stderr ss vm image frob
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-vm: error: unknown image command 'frob'
-hint: use build, ls or rm; see 'ss vm --help'"
+  assert_equal "$stderr" "ss-vm: error: unknown command 'image frob'
+hint: see 'ss vm --help'"
+  run --separate-stderr ss vm image
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: usage: ss vm image build|ls|rm
+hint: see 'ss vm --help'"
+  run --separate-stderr ss vm image rm
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: usage: ss vm image rm ID
+hint: see 'ss vm image rm --help'"
+  run --separate-stderr ss health-check a b
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-vm: error: unexpected argument 'b'
+hint: usage: ss health-check [NAME]
+hint: see 'ss health-check --help'"
 }
 
 @test "an option of another vm command is exit 64, naming the commands it goes with" {
   run --separate-stderr ss vm list --release trixie --mirror x --force
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-vm: error: --release is not an option of 'list'
-hint: --release goes with ss vm image build; see 'ss vm --help'"
+  assert_equal "$stderr" "ss-vm: error: --release is not an option of 'ss vm list'
+hint: --release goes with ss vm image build
+hint: see 'ss vm list --help'"
   run --separate-stderr ss vm stop --fish
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-vm: error: --fish is not an option of 'stop'
-hint: --fish goes with ss vm start and ss vm reset; see 'ss vm --help'"
+  assert_equal "$stderr" "ss-vm: error: --fish is not an option of 'ss vm stop'
+hint: --fish goes with ss vm start and ss vm reset
+hint: see 'ss vm stop --help'"
   for bad in "image ls --yes" "doctor --backend lxd" "backends --force" "image rm x --json" \
     "health-check --timeout 5" "setup --yes" "provision --json" "status --stop"; do
     run --separate-stderr ss vm $bad
@@ -128,8 +144,9 @@ hint: create it first (mkdir -p $BATS_TEST_TMPDIR/nope), or name another: --depl
 hint: name a directory: --deploy DIR"
   run --separate-stderr ss vm status --deploy "$BATS_TEST_TMPDIR"
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-vm: error: --deploy goes with start and reset, not status
-hint: the deploy folder is chosen when a sandbox is created"
+  assert_equal "$stderr" "ss-vm: error: --deploy is not an option of 'ss vm status'
+hint: --deploy goes with ss vm start and ss vm reset
+hint: see 'ss vm status --help'"
   # Nothing was made.
   assert_not_exists "$SS_HOME/.ss/sandboxes"
   # One the sandbox's user could not write to (the projects' owner: uid 1000 when root runs ss).

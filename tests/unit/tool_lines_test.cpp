@@ -7,12 +7,14 @@
 #include "error.hpp"
 #include "snap_line.hpp"
 #include "sync_line.hpp"
+#include "vm_line.hpp"
 
 namespace ss {
 namespace {
 
 const std::vector<const CommandTable*>& Tables() {
-  static const std::vector<const CommandTable*> tables = {&SnapCommands(), &SyncCommands()};
+  static const std::vector<const CommandTable*> tables = {&SnapCommands(), &SyncCommands(),
+                                                          &VmCommands()};
   return tables;
 }
 
@@ -76,6 +78,28 @@ TEST(SyncLine, CommandsArgumentsAndOptions) {
   EXPECT_THROW(ParseSyncLine({"push", "a"}), Error);
   EXPECT_THROW(ParseSyncLine({"sync", "a", "b"}), Error);
   EXPECT_THROW(ParseSyncLine({"sync", "--timeout", "-1"}), Error);
+}
+
+TEST(VmLine, CommandsArgumentsAndOptions) {
+  VmLine o = ParseVmLine({"image", "build", "--release", "trixie", "--force", "--json"});
+  EXPECT_EQ(o.command, "image build");
+  EXPECT_EQ(o.release, "trixie");
+  EXPECT_EQ(o.mirror, "http://deb.debian.org/debian");
+  EXPECT_TRUE(o.force && o.json);
+  o = ParseVmLine({"image", "list"});
+  EXPECT_EQ(o.command, "image ls");
+  o = ParseVmLine({"start", "--fish", "--deploy", "/d", "--timeout", "90", "--backend", "lxd"});
+  EXPECT_TRUE(o.fish);
+  EXPECT_EQ(o.deploy, "/d");
+  EXPECT_EQ(o.timeout, 90);
+  EXPECT_EQ(ParseVmLine({"stop"}).timeout, -1);
+  EXPECT_EQ(ParseVmLine({"health-check", "box"}).args, (std::vector<std::string>{"box"}));
+  // The mistakes of the issue: flags of another command, and commands that take no argument.
+  EXPECT_THROW(ParseVmLine({"list", "--release", "trixie", "--mirror", "x", "--force"}), Error);
+  EXPECT_THROW(ParseVmLine({"status", "--deploy", "/d"}), Error);
+  EXPECT_THROW(ParseVmLine({"start", "extra"}), Error);
+  EXPECT_THROW(ParseVmLine({"image"}), Error);
+  EXPECT_THROW(ParseVmLine({"stop", "--timeout", "0"}), Error);
 }
 
 }  // namespace
