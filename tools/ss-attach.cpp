@@ -7,6 +7,7 @@
 #include <iostream>
 #include <set>
 
+#include "attach_line.hpp"
 #include "box.hpp"
 #include "browser.hpp"
 #include "config.hpp"
@@ -38,183 +39,11 @@
 namespace ss {
 namespace {
 
-constexpr const char* kUsage = R"(usage: ss PROJECT [-t | -- CMD [ARGS...]] [OPTIONS]
-       ss run [DIR] [-t | -- CMD [ARGS...]] [OPTIONS]     (ss . is ss run .)
-       ss shell | root [-- CMD [ARGS...]] [OPTIONS]
-       ss login [OPTIONS]
-       ss claude [PROJECT] | claude-resume [PROJECT] [OPTIONS]
-       ss claude-run [PROJECT] PROMPT [OPTIONS]
-       ss exec [PROJECT] -- CMD [ARGS...]
-       ss docker ARGS... | logs [ARGS...]
-       ss ssh-config [SANDBOX]
-
-Sessions in the sandbox. `ss PROJECT` starts the sandbox when it is stopped, then runs the agent
-(agent.command, default: claude --dangerously-skip-permissions) in ~/projects/PROJECT.
-`ss run DIR` does the same for any folder of the host: DIR is shared read-write at
-/workspace/NAME with a sandbox of its own (made the first time, then remembered), so no other
-folder or project is visible there. With --copy the folder is shared read-only and the agent
-works at /workspace/NAME in a copy on the sandbox's disk; ss diff, ss apply and ss sync (in the
-folder, or naming it) bring changes across, as for projects in working-copy mode.
-
-Commands:
-  run [DIR]             the agent in DIR (default: the current folder)
-  shell [-- CMD]        bash as the sandbox user, in its home (or CMD there, no terminal)
-  root [-- CMD]         a root shell (or CMD as root, no terminal)
-  login                 the agent, interactively, to complete its browser login (/login)
-  claude [PROJECT]      the agent in PROJECT (or the home directory)
-  claude-run [PROJECT] PROMPT
-                        one prompt, non-interactively (claude -p), PROMPT passed exactly
-  claude-resume [PROJECT]
-                        continue the last conversation
-  exec [PROJECT] -- CMD run CMD in PROJECT (or the home), argv exact, no terminal
-  docker ARGS...        docker inside the sandbox, ARGS exact
-  logs [ARGS...]        docker logs of the sandbox's containers (all, or docker logs ARGS)
-  ssh-config [SANDBOX]  an OpenSSH config block for ssh, scp, rsync, git and editors
-
-Options:
-  -t, --terminal, --shell
-                        with PROJECT or run: a login shell there instead of the agent
-  -tt                   with -- CMD: run CMD with a terminal
-  --env NAME[=VALUE]    pass the host variable NAME (or VALUE) into the session (repeatable);
-                        values never appear in a command line or on the sandbox's disk
-  --secret NAME         pass the secret NAME too, read as config.yaml's secrets are (repeatable)
-  --no-secret NAME      leave out a secret the sandbox or profile passes (repeatable)
-  --profile NAME        run in the sandbox of profile NAME, with its settings (profiles.NAME in
-                        config.yaml; see ss profiles)
-  --sandbox NAME        the sandbox (default: $SS_SANDBOX, $CLAUDE_SANDBOX, super-sandbox)
-  --mount HOST:GUEST[:ro]
-                        share the host folder HOST at GUEST too (repeatable); folders are shared
-                        when a sandbox is made, so with a sandbox that exists add --ephemeral
-  --no-mount            share no host folder at all: not the projects, DIR or any mount
-  --copy, --no-copy     with run: DIR in working-copy mode, or shared read-write (the default);
-                        remembered, and chosen when its sandbox is made
-  --ephemeral           remove the sandbox when the session ends (over the profile's setting)
-  --keep                keep the sandbox when the session ends (over the profile's setting)
-  --timeout SECONDS     how long to wait for a stopped sandbox to start (default 30; 300
-                        for a VM without hardware acceleration)
-  -h, --help            show this help
-)";
-
-const std::vector<std::string> kVerbs = {"run",    "shell",         "root",      "login",
-                                         "claude", "claude-run",    "exec",      "docker",
-                                         "logs",   "claude-resume", "ssh-config"};
-
-struct Options {
-  std::string verb;                  // empty: ss PROJECT
-  std::string project;               // may be empty for verbs that take none
-  std::vector<std::string> words;    // positional words after the verb
-  std::vector<std::string> command;  // after --
-  bool has_command = false;
-  bool terminal = false;
-  bool force_tty = false;
-  std::vector<std::string> env;         // NAME or NAME=VALUE
-  std::vector<std::string> secrets;     // --secret
-  std::vector<std::string> no_secrets;  // --no-secret
-  std::vector<MountSpec> mounts;        // --mount, parsed
-  bool no_mount = false;
-  std::optional<bool> copy;       // run: --copy, --no-copy
-  std::optional<bool> ephemeral;  // --ephemeral, --keep
-  std::string profile;
-  std::string sandbox;
-  int timeout = 0;  // 0: the sandbox's default
-  bool help = false;
-};
-
-Options ParseArgs(const Args& args) {
-  Options o;
-  size_t i = 0;
-  if (!args.empty() && std::find(kVerbs.begin(), kVerbs.end(), args[0]) != kVerbs.end()) {
-    o.verb = args[0];
-    i = 1;
-  }
-  // docker and logs pass everything through untouched.
-  bool passthrough = o.verb == "docker" || o.verb == "logs";
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      o.has_command = true;
-      o.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
-      break;
-    }
-    if (passthrough) {
-      if (a == "--sandbox" && i + 1 < args.size() && o.words.empty()) {
-        o.sandbox = args[++i];
-        continue;
-      }
-      o.words.push_back(a);
-      continue;
-    }
-    auto value = [&](const char* flag) -> std::string {
-      if (i + 1 >= args.size()) throw UsageError(Cat(flag, " needs a value"), "ss attach");
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-    } else if (a == "-t" || a == "--terminal" || a == "--shell") {
-      if (o.terminal) o.force_tty = true;
-      o.terminal = true;
-    } else if (a == "-tt") {
-      o.terminal = o.force_tty = true;
-    } else if (a == "--env" || a.rfind("--env=", 0) == 0) {
-      o.env.push_back(a == "--env" ? value("--env") : a.substr(6));
-    } else if (a == "--secret" || a.rfind("--secret=", 0) == 0) {
-      o.secrets.push_back(a == "--secret" ? value("--secret") : a.substr(9));
-      CheckEnvName(o.secrets.back());
-    } else if (a == "--no-secret" || a.rfind("--no-secret=", 0) == 0) {
-      o.no_secrets.push_back(a == "--no-secret" ? value("--no-secret") : a.substr(12));
-      CheckEnvName(o.no_secrets.back());
-    } else if (a == "--mount" || a.rfind("--mount=", 0) == 0) {
-      std::string spec = a == "--mount" ? value("--mount") : a.substr(8);
-      std::string problem;
-      auto m = ParseMountSpec(spec, &problem);
-      if (!m) throw UsageError(Cat("--mount ", problem), "ss attach");
-      o.mounts.push_back(*m);
-    } else if (a == "--no-mount") {
-      o.no_mount = true;
-    } else if (a == "--copy" || a == "--no-copy") {
-      if (o.verb != "run") {
-        throw Error(kExitUsage, Cat(a, " goes with ss run DIR"), {},
-                    {"a project's mode is its own: ss config set projects.NAME.mode copy"});
-      }
-      o.copy = a == "--copy";
-    } else if (a == "--ephemeral" || a == "--keep") {
-      if (o.ephemeral && *o.ephemeral != (a == "--ephemeral")) {
-        throw Error(kExitUsage, "--ephemeral and --keep contradict each other");
-      }
-      o.ephemeral = a == "--ephemeral";
-    } else if (a == "--profile" || a.rfind("--profile=", 0) == 0) {
-      o.profile = a == "--profile" ? value("--profile") : a.substr(10);
-    } else if (a == "--sandbox") {
-      o.sandbox = value("--sandbox");
-    } else if (a.rfind("--sandbox=", 0) == 0) {
-      o.sandbox = a.substr(10);
-    } else if (a == "--timeout") {
-      std::string v = value("--timeout");
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoi(v) == 0) {
-        throw Error(kExitUsage,
-                    Cat("--timeout must be a positive number of seconds, not '", v, "'"));
-      }
-      o.timeout = std::stoi(v);
-    } else if (a.size() > 1 && a[0] == '-' && o.verb != "claude-run") {
-      throw UsageError(Cat("unknown option '", a, "'"), "ss attach");
-    } else {
-      o.words.push_back(a);
-    }
-  }
-  if (o.no_mount && !o.mounts.empty()) {
-    throw Error(kExitUsage, "--no-mount and --mount contradict each other", {},
-                {"--no-mount shares no host folder at all"});
-  }
-  for (const auto& name : o.env) CheckEnvName(name.substr(0, name.find('=')));
-  return o;
-}
-
 std::string ProjectDir(const std::string& project);
 
 // The sandbox of a session: --profile NAME's (the sandbox NAME), else the one --sandbox,
 // $SS_SANDBOX or $CLAUDE_SANDBOX names, else for `ss run DIR` the folder's own.
-std::string SessionSandbox(const Options& o, const Config& config, const Folder* folder) {
+std::string SessionSandbox(const AttachLine& o, const Config& config, const Folder* folder) {
   if (!o.profile.empty()) return ProfileSandbox(config, o.profile, o.sandbox);
   if (folder && o.sandbox.empty()) return folder->sandbox;
   return ResolveSandboxName(o.sandbox);
@@ -222,7 +51,7 @@ std::string SessionSandbox(const Options& o, const Config& config, const Folder*
 
 class Session {
  public:
-  explicit Session(const Options& o, const Folder* folder = nullptr)
+  explicit Session(const AttachLine& o, const Folder* folder = nullptr)
       : o_(o), config_(Config::Load()), folder_(folder), name_(SessionSandbox(o, config_, folder)) {
     if (o.ephemeral) config_.Override(Cat("sandboxes.", name_, ".ephemeral"), *o.ephemeral);
     // Folders asked for are checked before anything starts.
@@ -460,7 +289,7 @@ class Session {
     if (shares_) sandbox();
   }
 
-  const Options& o_;
+  const AttachLine& o_;
   Config config_;
   const Folder* folder_;
   std::string name_;
@@ -509,7 +338,7 @@ void RequireProject(const std::string& name) {
 void CheckForUpdates() { UpdateOnLaunch(ExecutableDir() + "/ss-update"); }
 
 // The agent (or a shell, or CMD) in `s`, working in `dir`; `title` heads the banner.
-int OpenSession(const Options& o, Session& s, const std::string& title,
+int OpenSession(const AttachLine& o, Session& s, const std::string& title,
                 const std::function<std::string()>& dir) {
   if (o.has_command) return s.Stream(o.command, dir());
   if (o.terminal) {
@@ -527,7 +356,7 @@ int OpenSession(const Options& o, Session& s, const std::string& title,
   return s.Interactive(agent, dir());
 }
 
-int OpenProject(const Options& o) {
+int OpenProject(const AttachLine& o) {
   const std::string& name = o.words.empty() ? std::string() : o.words[0];
   if (o.words.size() > 1) {
     throw Error(kExitUsage, Cat("unexpected argument '", o.words[1], "'"), {},
@@ -541,7 +370,7 @@ int OpenProject(const Options& o) {
 
 // --copy and --no-copy: the folder's mode, recorded while its sandbox is not made (the mode
 // decides what it shares). A folder in copy mode opens in its own sandbox only, with its share.
-void ChooseFolderMode(const Options& o, Folder& folder) {
+void ChooseFolderMode(const AttachLine& o, Folder& folder) {
   std::string word = ShellQuote(folder.path);
   if (o.copy && *o.copy != folder.copy) {
     auto known = KnownSandboxes();
@@ -572,7 +401,7 @@ void ChooseFolderMode(const Options& o, Folder& folder) {
 }
 
 // `ss run [DIR]`, `ss .`: any folder of the host, in its own sandbox (or --profile's).
-int RunFolder(const Options& o) {
+int RunFolder(const AttachLine& o) {
   if (o.words.size() > 1) {
     throw UsageError(Cat("unexpected argument '", o.words[1], "'"), "ss run",
                      {"usage: ss run [DIR] [-t | -- CMD [ARGS...]]"});
@@ -586,7 +415,7 @@ int RunFolder(const Options& o) {
 
 // Opens `name` as `ss NAME` does.
 int Attach(const std::string& name) {
-  Options o;
+  AttachLine o;
   o.words = {name};
   return OpenProject(o);
 }
@@ -691,7 +520,7 @@ int Menu() {
 }
 
 // [PROJECT] as the first word of a verb, when it names a project.
-std::string OptionalProject(const Options& o, size_t max_words) {
+std::string OptionalProject(const AttachLine& o, size_t max_words) {
   if (o.words.size() > max_words) {
     throw UsageError(Cat("unexpected argument '", o.words[max_words], "'"), "ss attach");
   }
@@ -700,9 +529,9 @@ std::string OptionalProject(const Options& o, size_t max_words) {
   return o.words[0];
 }
 
-int SshConfig(const Options& o) {
+int SshConfig(const AttachLine& o) {
   if (o.words.size() > 1) throw UsageError("usage: ss ssh-config [SANDBOX]", "ss ssh-config");
-  Options copy = o;
+  AttachLine copy = o;
   if (!o.words.empty()) copy.sandbox = o.words[0];
   Session s(copy);
   if (s.sandbox().State() != SandboxState::kRunning) {
@@ -723,20 +552,20 @@ int SshConfig(const Options& o) {
   return 0;
 }
 
-int RunOptions(const Options& o) {
+int RunOptions(const AttachLine& o) {
   if (o.help) {
-    std::cout << kUsage;
+    std::cout << kAttachUsage;
     return 0;
   }
   if (o.verb.empty()) {
     if (o.words.empty() && !o.has_command && !o.terminal) {
       // The menu waits for an answer: only on a terminal.
       if (StdinIsTty() && StdoutIsTty()) return Menu();
-      std::cerr << kUsage;
+      std::cerr << kAttachUsage;
       return kExitUsage;
     }
     if (o.words.empty()) {
-      std::cerr << kUsage;
+      std::cerr << kAttachUsage;
       return kExitUsage;
     }
     return OpenProject(o);
@@ -837,7 +666,7 @@ int RunOptions(const Options& o) {
 int Complete(const Args& words) {
   if (words.size() <= 1) {
     for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
-    for (const auto& v : kVerbs) std::cout << v << "\n";
+    for (const auto& v : AttachVerbs()) std::cout << v << "\n";
     return 0;
   }
   const std::string& prev = words[words.size() - 2];
@@ -878,6 +707,6 @@ int main(int argc, char** argv) {
       ss::Sandbox sandbox(args[1], ss::Config::Load());
       return ss::ServeShared(sandbox);
     }
-    return ss::RunOptions(ss::ParseArgs(args));
+    return ss::RunOptions(ss::ParseAttachLine(args));
   });
 }

@@ -16,7 +16,7 @@
 #include "output.hpp"
 #include "paths.hpp"
 #include "project.hpp"
-#include "project_args.hpp"
+#include "project_line.hpp"
 #include "rescue.hpp"
 #include "sandbox_runner.hpp"
 #include "shell_quote.hpp"
@@ -29,7 +29,7 @@
 namespace ss {
 namespace {
 
-using Command = ProjectOptions::Command;
+using Command = ProjectLine::Command;
 
 constexpr const char* kSandboxProjects = "/home/sandbox/projects";
 
@@ -78,7 +78,7 @@ GitHubRepo CreateWhereLoggedIn(const Project& p, bool is_private) {
   return CreateGitHubRepo(on_host, p.name, is_private);
 }
 
-int New(const ProjectOptions& o) {
+int New(const ProjectLine& o) {
   ProjectStore store;
   ValidateProjectName(o.name);
   if (IsIproute2Word(o.name)) {
@@ -127,7 +127,7 @@ int New(const ProjectOptions& o) {
   return 0;
 }
 
-int List(const ProjectOptions& o) {
+int List(const ProjectLine& o) {
   ProjectStore store;
   std::vector<std::string> skipped;
   std::vector<Project> projects = store.List(&skipped);
@@ -186,7 +186,7 @@ int List(const ProjectOptions& o) {
   return 0;
 }
 
-int Show(const ProjectOptions& o) {
+int Show(const ProjectLine& o) {
   ProjectStore store;
   Project p = store.Get(o.name);
   WarnMetadata(p);
@@ -225,7 +225,7 @@ bool Confirm(const std::string& question) {
   return a == "y" || a == "yes";
 }
 
-int Delete(const ProjectOptions& o) {
+int Delete(const ProjectLine& o) {
   ProjectStore store;
   std::optional<Project> found = store.Find(o.name);
   if (!found) throw store.NotFoundError(o.name);
@@ -305,7 +305,7 @@ int Complete(const Args& words) {
 }
 
 // The folder of a project (or of all projects), for `ss cd` and scripts.
-int Path(const ProjectOptions& o) {
+int Path(const ProjectLine& o) {
   ProjectStore store;
   if (o.name.empty()) {
     std::cout << store.base_dir() << "\n";
@@ -318,7 +318,7 @@ int Path(const ProjectOptions& o) {
   return 0;
 }
 
-int RunCommand(const ProjectOptions& o) {
+int RunCommand(const ProjectLine& o) {
   switch (o.command) {
     case Command::kHelp:
       std::cout << kProjectUsage;
@@ -344,6 +344,6 @@ int main(int argc, char** argv) {
   return ss::RunTool("ss-project", argc, argv, [](const ss::Args& args) {
     if (!args.empty() && args[0] == "--complete")
       return ss::Complete({args.begin() + 1, args.end()});
-    return ss::RunCommand(ss::ParseProjectArgs(args));
+    return ss::RunCommand(ss::ParseProjectLine(args));
   });
 }

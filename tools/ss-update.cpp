@@ -1,6 +1,5 @@
 // ss-update: `ss update` checks the release feed and installs a newer release in place. The
 // feed, the checks and how the binaries are replaced: lib/sandbox/update.hpp.
-#include <boost/program_options.hpp>
 #include <cstdlib>
 #include <iostream>
 
@@ -11,44 +10,11 @@
 #include "strings.hpp"
 #include "tool.hpp"
 #include "update.hpp"
+#include "update_line.hpp"
 #include "version.hpp"
-
-namespace po = boost::program_options;
 
 namespace ss {
 namespace {
-
-constexpr const char* kUsage = R"(usage: ss update [--check]
-
-Check the release feed (updates.feed in config.yaml) for a newer ss and install it: the download
-is checked against the release's checksums.txt, and the installed binaries are replaced only
-when every new one is in place, so a failed update leaves the old version working.
-
-Options:
-  --check     only report the current and the latest version; exit 1 if an update is available
-  -h, --help  show this help
-)";
-
-struct Options {
-  bool check = false;
-  bool background = false;
-  bool help = false;
-};
-
-Options ParseArgs(const Args& args) {
-  Options o;
-  po::options_description desc;
-  desc.add_options()("check", po::bool_switch(&o.check))(
-      "background", po::bool_switch(&o.background))("help,h", po::bool_switch(&o.help));
-  po::variables_map vm;
-  po::store(po::command_line_parser(args)
-                .options(desc)
-                .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
-                .run(),
-            vm);
-  po::notify(vm);
-  return o;
-}
 
 std::string Current() {
   if (const char* v = std::getenv("SS_UPDATE_CURRENT_VERSION"); v && *v) return v;
@@ -79,7 +45,7 @@ int Background() {
   return 0;
 }
 
-int Update(const Options& o) {
+int Update(const UpdateLine& o) {
   if (const char* no = std::getenv("SS_NO_UPDATE"); no && *no) {
     throw Error(kExitUnavailable, "updates are turned off (SS_NO_UPDATE is set)", {},
                 {"unset SS_NO_UPDATE to update"});
@@ -110,9 +76,9 @@ int Update(const Options& o) {
   return 0;
 }
 
-int Run(const Options& o) {
+int Run(const UpdateLine& o) {
   if (o.help) {
-    std::cout << kUsage;
+    std::cout << kUpdateUsage;
     return 0;
   }
   if (o.background) return Background();
@@ -128,6 +94,6 @@ int main(int argc, char** argv) {
       if (args.size() <= 2) std::cout << "--check\n--help\n";
       return 0;
     }
-    return ss::Run(ss::ParseArgs(args));
+    return ss::Run(ss::ParseUpdateLine(args));
   });
 }

@@ -1,4 +1,4 @@
-// The command line of ss-project (ss new, ss list, ss delete, ss project ...): one usage text
+// ss-project's command line (ss new, ss list, ss delete, ss project ...): one usage text
 // and a pure parser, so every rule about flags is tested without running anything.
 #pragma once
 
@@ -9,7 +9,7 @@ namespace ss {
 
 extern const char* const kProjectUsage;
 
-struct ProjectOptions {
+struct ProjectLine {
   enum class Command { kHelp, kNew, kList, kShow, kDelete, kPath };
   Command command = Command::kList;
   std::string name;
@@ -28,6 +28,6 @@ const std::vector<std::string>& ProjectSubcommands();
 
 // argv without argv[0]: [SUBCOMMAND] [ARGS...]; no subcommand means list. Throws ss::Error(64)
 // (or a boost::program_options error, which the tool reports as 64) on a bad command line.
-ProjectOptions ParseProjectArgs(const std::vector<std::string>& args);
+ProjectLine ParseProjectLine(const std::vector<std::string>& args);
 
 }  // namespace ss

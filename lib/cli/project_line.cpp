@@ -1,4 +1,4 @@
-#include "project_args.hpp"
+#include "project_line.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -50,7 +50,7 @@ namespace {
 
 }  // namespace
 
-ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
+ProjectLine ParseProjectLine(const std::vector<std::string>& args) {
   po::options_description desc;
   desc.add_options()                          //
       ("from", po::value<std::string>(), "")  //
@@ -73,24 +73,24 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
                 .run(),
             vm);
 
-  ProjectOptions o;
+  ProjectLine o;
   std::vector<std::string> words;
   if (vm.count("words")) words = vm["words"].as<std::vector<std::string>>();
   std::string command = words.empty() ? "list" : words[0];
   if (vm.count("help")) {
-    o.command = ProjectOptions::Command::kHelp;
+    o.command = ProjectLine::Command::kHelp;
     return o;
   }
   if (command == "new") {
-    o.command = ProjectOptions::Command::kNew;
+    o.command = ProjectLine::Command::kNew;
   } else if (command == "list") {
-    o.command = ProjectOptions::Command::kList;
+    o.command = ProjectLine::Command::kList;
   } else if (command == "show") {
-    o.command = ProjectOptions::Command::kShow;
+    o.command = ProjectLine::Command::kShow;
   } else if (command == "delete") {
-    o.command = ProjectOptions::Command::kDelete;
+    o.command = ProjectLine::Command::kDelete;
   } else if (command == "path") {
-    o.command = ProjectOptions::Command::kPath;
+    o.command = ProjectLine::Command::kPath;
   } else {
     throw Error(kExitUsage, Cat("unknown project command '", command, "'"), {},
                 {"use new, list, show, delete or path; see 'ss project --help'"});
@@ -99,9 +99,9 @@ ProjectOptions ParseProjectArgs(const std::vector<std::string>& args) {
   // Each flag belongs to some commands only.
   struct FlagUse {
     const char* flag;
-    std::vector<ProjectOptions::Command> commands;
+    std::vector<ProjectLine::Command> commands;
   };
-  using C = ProjectOptions::Command;
+  using C = ProjectLine::Command;
   const FlagUse uses[] = {
       {"from", {C::kNew}},   {"github", {C::kNew}},          {"private", {C::kNew}},
       {"copy", {C::kNew}},   {"json", {C::kList, C::kShow}}, {"no-size", {C::kList}},

@@ -1,4 +1,4 @@
-#include "project_args.hpp"
+#include "project_line.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,55 +9,55 @@
 namespace ss {
 namespace {
 
-using C = ProjectOptions::Command;
+using C = ProjectLine::Command;
 
-TEST(ProjectArgs, TheShortForms) {
-  ProjectOptions o = ParseProjectArgs({"new", "my-api"});
+TEST(ProjectLine, TheShortForms) {
+  ProjectLine o = ParseProjectLine({"new", "my-api"});
   EXPECT_EQ(o.command, C::kNew);
   EXPECT_EQ(o.name, "my-api");
   EXPECT_FALSE(o.github);
 
-  o = ParseProjectArgs({"new", "my-api", "--github", "--private"});
+  o = ParseProjectLine({"new", "my-api", "--github", "--private"});
   EXPECT_TRUE(o.github);
   EXPECT_TRUE(o.is_private);
-  o = ParseProjectArgs({"new", "--github", "my-api"});
+  o = ParseProjectLine({"new", "--github", "my-api"});
   EXPECT_EQ(o.name, "my-api");
   EXPECT_TRUE(o.github);
-  o = ParseProjectArgs({"new", "x1", "--from", "../old"});
+  o = ParseProjectLine({"new", "x1", "--from", "../old"});
   EXPECT_EQ(o.from, "../old");
-  o = ParseProjectArgs({"new", "x1", "--from=../old"});
+  o = ParseProjectLine({"new", "x1", "--from=../old"});
   EXPECT_EQ(o.from, "../old");
 
-  o = ParseProjectArgs({"list"});
+  o = ParseProjectLine({"list"});
   EXPECT_EQ(o.command, C::kList);
-  o = ParseProjectArgs({"list", "--json", "--no-size"});
+  o = ParseProjectLine({"list", "--json", "--no-size"});
   EXPECT_TRUE(o.json);
   EXPECT_TRUE(o.no_size);
-  EXPECT_EQ(ParseProjectArgs({}).command, C::kList);
+  EXPECT_EQ(ParseProjectLine({}).command, C::kList);
 
-  o = ParseProjectArgs({"delete", "x1"});
+  o = ParseProjectLine({"delete", "x1"});
   EXPECT_EQ(o.command, C::kDelete);
   EXPECT_FALSE(o.yes);
-  EXPECT_TRUE(ParseProjectArgs({"delete", "x1", "--yes"}).yes);
-  EXPECT_TRUE(ParseProjectArgs({"delete", "-y", "x1"}).yes);
+  EXPECT_TRUE(ParseProjectLine({"delete", "x1", "--yes"}).yes);
+  EXPECT_TRUE(ParseProjectLine({"delete", "-y", "x1"}).yes);
 
-  o = ParseProjectArgs({"show", "x1", "--json"});
+  o = ParseProjectLine({"show", "x1", "--json"});
   EXPECT_EQ(o.command, C::kShow);
   EXPECT_EQ(o.name, "x1");
   EXPECT_TRUE(o.json);
 }
 
-TEST(ProjectArgs, HelpWinsEverywhere) {
-  EXPECT_EQ(ParseProjectArgs({"--help"}).command, C::kHelp);
-  EXPECT_EQ(ParseProjectArgs({"-h"}).command, C::kHelp);
-  EXPECT_EQ(ParseProjectArgs({"new", "--help"}).command, C::kHelp);
-  EXPECT_EQ(ParseProjectArgs({"delete", "-h"}).command, C::kHelp);
+TEST(ProjectLine, HelpWinsEverywhere) {
+  EXPECT_EQ(ParseProjectLine({"--help"}).command, C::kHelp);
+  EXPECT_EQ(ParseProjectLine({"-h"}).command, C::kHelp);
+  EXPECT_EQ(ParseProjectLine({"new", "--help"}).command, C::kHelp);
+  EXPECT_EQ(ParseProjectLine({"delete", "-h"}).command, C::kHelp);
 }
 
 void ExpectUsage(const std::vector<std::string>& args, const std::string& message,
                  const std::string& hint) {
   try {
-    ParseProjectArgs(args);
+    ParseProjectLine(args);
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), kExitUsage);
@@ -67,7 +67,7 @@ void ExpectUsage(const std::vector<std::string>& args, const std::string& messag
   }
 }
 
-TEST(ProjectArgs, UsageErrors) {
+TEST(ProjectLine, UsageErrors) {
   ExpectUsage({"new"}, "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
               "see 'ss new --help'");
   ExpectUsage({"new", "a1", "b1"},
@@ -88,14 +88,14 @@ TEST(ProjectArgs, UsageErrors) {
               "use new, list, show, delete or path; see 'ss project --help'");
 }
 
-TEST(ProjectArgs, UnknownOrAbbreviatedFlagsAreRefused) {
-  EXPECT_THROW(ParseProjectArgs({"list", "--jsn"}), boost::program_options::error);
-  EXPECT_THROW(ParseProjectArgs({"new", "x1", "--priv"}), boost::program_options::error);
-  EXPECT_THROW(ParseProjectArgs({"new", "x1", "--from"}), boost::program_options::error);
+TEST(ProjectLine, UnknownOrAbbreviatedFlagsAreRefused) {
+  EXPECT_THROW(ParseProjectLine({"list", "--jsn"}), boost::program_options::error);
+  EXPECT_THROW(ParseProjectLine({"new", "x1", "--priv"}), boost::program_options::error);
+  EXPECT_THROW(ParseProjectLine({"new", "x1", "--from"}), boost::program_options::error);
 }
 
-TEST(ProjectArgs, AnythingAfterDoubleDashIsAName) {
-  ProjectOptions o = ParseProjectArgs({"new", "--", "--github"});
+TEST(ProjectLine, AnythingAfterDoubleDashIsAName) {
+  ProjectLine o = ParseProjectLine({"new", "--", "--github"});
   EXPECT_EQ(o.name, "--github");
   EXPECT_FALSE(o.github);
 }
@@ -106,15 +106,15 @@ TEST(ProjectArgs, AnythingAfterDoubleDashIsAName) {
 namespace ss {
 namespace {
 
-TEST(ProjectArgs, PathTakesAnOptionalName) {
-  ProjectOptions o = ParseProjectArgs({"path"});
-  EXPECT_EQ(o.command, ProjectOptions::Command::kPath);
+TEST(ProjectLine, PathTakesAnOptionalName) {
+  ProjectLine o = ParseProjectLine({"path"});
+  EXPECT_EQ(o.command, ProjectLine::Command::kPath);
   EXPECT_EQ(o.name, "");
-  o = ParseProjectArgs({"path", "my-app"});
-  EXPECT_EQ(o.command, ProjectOptions::Command::kPath);
+  o = ParseProjectLine({"path", "my-app"});
+  EXPECT_EQ(o.command, ProjectLine::Command::kPath);
   EXPECT_EQ(o.name, "my-app");
-  EXPECT_THROW(ParseProjectArgs({"path", "a", "b"}), Error);
-  EXPECT_THROW(ParseProjectArgs({"path", "--json"}), Error);
+  EXPECT_THROW(ParseProjectLine({"path", "a", "b"}), Error);
+  EXPECT_THROW(ParseProjectLine({"path", "--json"}), Error);
 }
 
 }  // namespace
