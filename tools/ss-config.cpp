@@ -153,13 +153,13 @@ std::string SetMessage(const KeySpec& spec, const std::string& key, const Json& 
 
 // Completion candidates for the last of `words` (after "ss config").
 int Complete(const Args& words) {
-  if (words.size() <= 1) {
-    for (const char* w : {"show", "get", "set", "path", "profiles", "--json", "--help"})
-      std::cout << w << "\n";
-  } else if (words.size() == 2 && (words[0] == "get" || words[0] == "set")) {
+  std::string out;
+  if (words.size() == 2 && (words[0] == "get" || words[0] == "set")) {
     Config config = Config::Load();
     for (const auto& key : ValidKeyNames()) {
-      if (key.find("<name>") == std::string::npos) std::cout << key << "\n";
+      if (key.find("<name>") != std::string::npos) continue;
+      const KeySpec* spec = FindKeySpec(key);
+      std::cout << key << "\t" << (spec ? spec->description : "") << "\n";
     }
     auto fields = {"backend", "cpus",   "memory", "disk",          "ephemeral",   "shell",
                    "secrets", "mounts", "env",    "agent.command", "agent.config"};
@@ -177,7 +177,10 @@ int Complete(const Args& words) {
     } else if (spec && spec->type == ValueType::kBool) {
       std::cout << "true\nfalse\n";
     }
+    return 0;
   }
+  ConfigCommands().Complete(words, out);
+  std::cout << out;
   return 0;
 }
 
@@ -270,7 +273,7 @@ int FactoryReset() {
 
 int SettingsMenuLoop() {
   if (!StdinIsTty() || !StdoutIsTty()) {
-    std::cerr << kConfigUsage;
+    std::cerr << ConfigCommands().Help();
     return kExitUsage;
   }
   while (true) {
@@ -300,7 +303,7 @@ int SettingsMenuLoop() {
 
 int RunOptions(const ConfigLine& o) {
   if (o.action == "help") {
-    std::cout << kConfigUsage;
+    std::cout << ConfigCommands().Help();
     return 0;
   }
   if (o.action == "menu") return SettingsMenuLoop();

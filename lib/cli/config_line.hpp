@@ -4,10 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "command_table.hpp"
 
 namespace ss {
-
-extern const char* const kConfigUsage;
 
 struct ConfigLine {
   std::string action = "show";  // show | get | set | path | profiles | help | menu
@@ -16,7 +15,11 @@ struct ConfigLine {
   bool json = false;
 };
 
-// Exit 64 (ss::Error) for a command line the tool does not take.
+const CommandTable& ConfigCommands();
+
+// Exit 64 (ss::Error) for anything ConfigCommands does not allow. No words at all is the
+// Settings menu (show with --json); the VALUE of set is taken as written, also when it starts
+// with '-' ("-1GB").
 ConfigLine ParseConfigLine(const std::vector<std::string>& args);
 
 }  // namespace ss

@@ -106,15 +106,26 @@ hint: write a whole number followed by MB, GB or TB, e.g. 16GB"
   run --separate-stderr ss config set cpus
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-config: error: usage: ss config set KEY VALUE
-hint: see 'ss config --help'"
+hint: see 'ss config set --help'"
   run --separate-stderr ss config get
   assert_equal "$status" 64
   run --separate-stderr ss config frob
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-config: error: unknown config command 'frob'
-hint: use show, get, set, path or profiles; see 'ss config --help'"
+  assert_equal "$stderr" "ss-config: error: unknown command 'frob'
+hint: see 'ss config --help'"
+  run --separate-stderr ss config sett cpus 2
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[1]}" "hint: did you mean 'set'?"
   run --separate-stderr ss config --frob
   assert_equal "$status" 64
+  # --json goes with what prints a document, and is refused elsewhere.
+  run --separate-stderr ss config set cpus 2 --json
+  assert_equal "$status" 64
+  assert_equal "$stderr" "ss-config: error: --json is not an option of 'ss config set'
+hint: --json goes with ss config show, ss config get and ss profiles
+hint: see 'ss config set --help'"
+  run ss config set memory -1GB
+  assert_failure 65
 }
 
 @test "invalid YAML: exit 78 with file:line:column" {

@@ -159,6 +159,7 @@ TEST(ConfigLine, ActionsAndAValueThatStartsWithADash) {
   EXPECT_THROW(ParseConfigLine({"get"}), Error);
   EXPECT_THROW(ParseConfigLine({"set", "memory"}), Error);
   EXPECT_THROW(ParseConfigLine({"frob"}), Error);
+  EXPECT_THROW(ParseConfigLine({"path", "--json"}), Error);
 }
 
 TEST(AttachLine, SessionsTheirCommandsAndTheirOptions) {
