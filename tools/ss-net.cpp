@@ -231,7 +231,7 @@ int Log(const std::string& sandbox, bool json, bool follow) {
 
 int Run(const NetLine& o) {
   if (o.help) {
-    std::cout << kNetUsage;
+    std::cout << NetCommands().Help();
     return 0;
   }
   if (o.verb == "serve") return Serve(o);
@@ -282,14 +282,17 @@ int Run(const NetLine& o) {
 
 int Complete(const Args& words) {
   const std::string prev = words.size() >= 2 ? words[words.size() - 2] : "";
-  if (prev == "mode") {
+  if (prev == "mode" && words.size() == 2) {
     for (const char* m : {"allowlist", "open", "none"}) std::cout << m << "\n";
     return 0;
   }
-  for (const char* v :
-       {"allow", "deny", "mode", "ls", "log", "ca", "--sandbox", "--json", "--follow", "--help"}) {
-    std::cout << v << "\n";
+  if (prev == "--sandbox") {
+    for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
+    return 0;
   }
+  std::string out;
+  NetCommands().Complete(words, out);
+  std::cout << out;
   return 0;
 }
 

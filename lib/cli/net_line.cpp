@@ -6,185 +6,217 @@
 
 namespace ss {
 
-const char* const kNetUsage =
-    R"(usage: ss-net allow RULE... [--sandbox NAME]
-       ss-net deny RULE... [--sandbox NAME]
-       ss-net mode allowlist|open|none [--sandbox NAME]
-       ss-net ls [--json] [--sandbox NAME]
-       ss-net log [-f] [--json] [--sandbox NAME]
-       ss-net ca
-       ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent ADDR:PORT]...
-                    [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy FILE] [--log FILE]
-       ss-net fence apply --sandbox NAME --interface IF --gateway ADDR --proxy-port PORT
-                    --transparent-port PORT --dns-port PORT [--dhcp]
-       ss-net fence remove|check --sandbox NAME
-       ss-net relay --sandbox NAME --to proxy|dns
-
-A sandbox's network: everything it sends outside goes through ss-net's proxy and resolver on
-the host, which let through only what the sandbox's policy allows, and log every connection and
-lookup. Policy changes count for the next connection, without a restart.
-
-Rules: example.com (that name), *.example.com (every name below it), example.com:443 (one
-port), 10.0.0.0/8 or 10.1.2.3[:PORT] (addresses), [2001:db8::]/32 (IPv6). Deny rules win over
-allow rules. An allowed name never leads to an address on the host or its networks unless a rule
-names that address.
-
-Commands:
-  allow RULE...         let the sandbox reach RULE (and drop the same rule from the deny list)
-  deny RULE...          refuse RULE even where an allow rule or mode open would let it through
-                        (and drop the same rule from the allow list)
-  mode MODE             allowlist (only what the rules allow), open (everything but the deny
-                        rules and the host's networks), none (nothing)
-  ls                    the policy: its mode and rules
-  log                   the log, one line per connection or lookup (-f: follow it)
-  ca                    the certificate of the install's CA (PEM), made on first use: what a
-                        sandbox trusts for hosts a secret is injected for (see ss-net(1))
-  serve                 run the proxy and resolver (the backends start it; see ss-net(1))
-  fence apply|remove|check
-                        install, remove or look for (exit 1: none) the host's firewall rules
-                        around a sandbox's link that send its traffic to ss-net and refuse the
-                        rest (see ss-net(1))
-  relay                 join standard input and output to the sandbox's running ss-net, on
-                        loopback (QEMU runs one per connection of the guest; see ss-net(1))
-
-Options:
-  --sandbox NAME        the sandbox (default: SS_SANDBOX, CLAUDE_SANDBOX, super-sandbox)
-  --json                ls: one JSON document; log: the JSON lines as they are
-  -f, --follow          log: keep printing new lines
-  -h, --help            show this help
-
-serve:
-  --proxy ADDR:PORT     answer proxy requests there (repeatable; port 0: any free one)
-  --transparent ADDR:PORT
-                        take connections the firewall redirected there (repeatable)
-  --dns ADDR:PORT       answer lookups there, over UDP and TCP (repeatable)
-  --upstream-dns ADDR[:PORT]
-                        the resolver asked for allowed names (default: /etc/resolv.conf's)
-  --policy FILE         the policy file (default: the sandbox's)
-  --log FILE            the log file (default: the sandbox's)
-
-fence:
-  --interface IF        the host side of the sandbox's link
-  --gateway ADDR        the host's IPv4 address on it, where ss-net listens
-  --proxy-port PORT, --transparent-port PORT, --dns-port PORT
-                        ss-net's ports there
-  --dhcp                let the sandbox's DHCP requests reach the host
-
-relay:
-  --to proxy|dns        the proxy, or the resolver (DNS over TCP)
-)";
+const CommandTable& NetCommands() {
+  const std::vector<std::string> policy = {"allow",        "deny",       "mode",  "ls",
+                                           "log",          "serve",      "relay", "fence apply",
+                                           "fence remove", "fence check"};
+  static const CommandTable table({
+      .prefix = "ss net ",
+      .help_command = "ss net",
+      .usage = "usage: ss-net allow RULE... [--sandbox NAME]\n"
+               "       ss-net deny RULE... [--sandbox NAME]\n"
+               "       ss-net mode allowlist|open|none [--sandbox NAME]\n"
+               "       ss-net ls [--json] [--sandbox NAME]\n"
+               "       ss-net log [-f] [--json] [--sandbox NAME]\n"
+               "       ss-net ca\n"
+               "       ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent "
+               "ADDR:PORT]...\n"
+               "                    [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy "
+               "FILE] [--log FILE]\n"
+               "       ss-net fence apply --sandbox NAME --interface IF --gateway ADDR "
+               "--proxy-port PORT\n"
+               "                    --transparent-port PORT --dns-port PORT [--dhcp]\n"
+               "       ss-net fence remove|check --sandbox NAME\n"
+               "       ss-net relay --sandbox NAME --to proxy|dns",
+      .about = "A sandbox's network: everything it sends outside goes through ss-net's proxy and "
+               "resolver on\nthe host, which let through only what the sandbox's policy allows, "
+               "and log every connection and\nlookup. Policy changes count for the next "
+               "connection, without a restart.\n\nRules: example.com (that name), *.example.com "
+               "(every name below it), example.com:443 (one\nport), 10.0.0.0/8 or "
+               "10.1.2.3[:PORT] (addresses), [2001:db8::]/32 (IPv6). Deny rules win over\nallow "
+               "rules. An allowed name never leads to an address on the host or its networks "
+               "unless a rule\nnames that address.",
+      .commands =
+          {{.name = "allow",
+            .args = "RULE...",
+            .min_args = 1,
+            .max_args = kAnyNumber,
+            .help = "let the sandbox reach RULE (and drop the same rule from the deny list)"},
+           {.name = "deny",
+            .args = "RULE...",
+            .min_args = 1,
+            .max_args = kAnyNumber,
+            .help = "refuse RULE even where an allow rule or mode open would let it through (and "
+                    "drop the same rule from the allow list)",
+            .summary = "refuse RULE even where an allow rule would let it through"},
+           {.name = "mode",
+            .args = "MODE",
+            .min_args = 1,
+            .max_args = 1,
+            .help = "allowlist (only what the rules allow), open (everything but the deny rules "
+                    "and the host's networks), none (nothing)",
+            .summary = "allowlist, open or none"},
+           {.name = "ls", .help = "the policy: its mode and rules"},
+           {.name = "log", .help = "the log, one line per connection or lookup (-f: follow it)"},
+           {.name = "ca",
+            .help = "the certificate of the install's CA (PEM), made on first use: what a sandbox "
+                    "trusts for hosts a secret is injected for (see ss-net(1))",
+            .summary = "the certificate of the install's CA"},
+           {.name = "serve",
+            .help = "run the proxy and resolver (the backends start it; see ss-net(1))"},
+           {.name = "fence apply",
+            .help = "install the host's firewall rules around a sandbox's link that send its "
+                    "traffic to ss-net and refuse the rest (see ss-net(1))",
+            .summary = "install the firewall rules around a sandbox's link"},
+           {.name = "fence remove", .help = "remove them"},
+           {.name = "fence check", .help = "look for them (exit 1: none)"},
+           {.name = "relay",
+            .help = "join standard input and output to the sandbox's running ss-net, on loopback "
+                    "(QEMU runs one per connection of the guest; see ss-net(1))",
+            .summary = "join standard input and output to the sandbox's ss-net"}},
+      .options = {{.name = "sandbox",
+                   .kind = OptionSpec::kText,
+                   .value = "NAME",
+                   .help = "the sandbox (default: SS_SANDBOX, CLAUDE_SANDBOX, super-sandbox)",
+                   .commands = policy},
+                  {.name = "json",
+                   .help = "ls: one JSON document; log: the JSON lines as they are",
+                   .commands = {"ls", "log"}},
+                  {.name = "follow",
+                   .letter = 'f',
+                   .help = "log: keep printing new lines",
+                   .commands = {"log"}},
+                  {.name = "proxy",
+                   .kind = OptionSpec::kTexts,
+                   .value = "ADDR:PORT",
+                   .help = "answer proxy requests there (repeatable; port 0: any free one)",
+                   .commands = {"serve"},
+                   .section = "serve"},
+                  {.name = "transparent",
+                   .kind = OptionSpec::kTexts,
+                   .value = "ADDR:PORT",
+                   .help = "take connections the firewall redirected there (repeatable)",
+                   .commands = {"serve"},
+                   .section = "serve"},
+                  {.name = "dns",
+                   .kind = OptionSpec::kTexts,
+                   .value = "ADDR:PORT",
+                   .help = "answer lookups there, over UDP and TCP (repeatable)",
+                   .commands = {"serve"},
+                   .section = "serve"},
+                  {.name = "upstream-dns",
+                   .kind = OptionSpec::kText,
+                   .value = "ADDR[:PORT]",
+                   .help = "the resolver asked for allowed names (default: /etc/resolv.conf's)",
+                   .commands = {"serve"},
+                   .section = "serve"},
+                  {.name = "policy",
+                   .kind = OptionSpec::kText,
+                   .value = "FILE",
+                   .help = "the policy file (default: the sandbox's)",
+                   .commands = {"serve"},
+                   .section = "serve"},
+                  {.name = "log",
+                   .kind = OptionSpec::kText,
+                   .value = "FILE",
+                   .help = "the log file (default: the sandbox's)",
+                   .commands = {"serve"},
+                   .section = "serve"},
+                  {.name = "interface",
+                   .kind = OptionSpec::kText,
+                   .value = "IF",
+                   .help = "the host side of the sandbox's link",
+                   .commands = {"fence apply"},
+                   .section = "fence apply"},
+                  {.name = "gateway",
+                   .kind = OptionSpec::kText,
+                   .value = "ADDR",
+                   .help = "the host's IPv4 address on it, where ss-net listens",
+                   .commands = {"fence apply"},
+                   .section = "fence apply"},
+                  {.name = "proxy-port",
+                   .kind = OptionSpec::kText,
+                   .value = "PORT",
+                   .help = "ss-net's proxy port there",
+                   .commands = {"fence apply"},
+                   .section = "fence apply"},
+                  {.name = "transparent-port",
+                   .kind = OptionSpec::kText,
+                   .value = "PORT",
+                   .help = "ss-net's port for redirected connections there",
+                   .commands = {"fence apply"},
+                   .section = "fence apply"},
+                  {.name = "dns-port",
+                   .kind = OptionSpec::kText,
+                   .value = "PORT",
+                   .help = "ss-net's resolver port there",
+                   .commands = {"fence apply"},
+                   .section = "fence apply"},
+                  {.name = "dhcp",
+                   .help = "let the sandbox's DHCP requests reach the host",
+                   .commands = {"fence apply"},
+                   .section = "fence apply"},
+                  {.name = "to",
+                   .kind = OptionSpec::kText,
+                   .value = "proxy|dns",
+                   .help = "the proxy, or the resolver (DNS over TCP)",
+                   .commands = {"relay"},
+                   .section = "relay"}},
+  });
+  return table;
+}
 
 NetLine ParseNetLine(const std::vector<std::string>& args) {
+  ParsedLine line = NetCommands().Parse(args);
   NetLine o;
-  auto usage = [](std::string why) { return UsageError(std::move(why), "ss net"); };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw usage(Cat(a, " needs a value"));
-      return args[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-    } else if (a == "--sandbox") {
-      o.sandbox = value();
-    } else if (a == "--json") {
-      o.json = true;
-    } else if (a == "-f" || a == "--follow") {
-      o.follow = true;
-    } else if (a == "--proxy") {
-      o.proxy.push_back(value());
-    } else if (a == "--transparent") {
-      o.transparent.push_back(value());
-    } else if (a == "--dns") {
-      o.dns.push_back(value());
-    } else if (a == "--upstream-dns") {
-      o.upstream_dns = value();
-    } else if (a == "--policy") {
-      o.policy = value();
-    } else if (a == "--log") {
-      o.log = value();
-    } else if (a == "--interface") {
-      o.fence.interface = value();
-    } else if (a == "--gateway") {
-      o.fence.gateway = value();
-    } else if (a == "--proxy-port" || a == "--transparent-port" || a == "--dns-port") {
-      std::string text = value();
-      auto port = ParseDecimal(text);
-      if (!port || *port < 1 || *port > 65535) throw usage(Cat(a, ": not a port: ", Quoted(text)));
-      (a == "--proxy-port" ? o.fence.proxy_port
-       : a == "--dns-port" ? o.fence.dns_port
-                           : o.fence.transparent_port) = static_cast<int>(*port);
-    } else if (a == "--dhcp") {
-      o.fence.dhcp = true;
-    } else if (a == "--to") {
-      o.to = value();
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw usage(Cat("unknown option ", Quoted(a)));
-    } else if (o.verb.empty()) {
-      o.verb = a;
-    } else {
-      o.words.push_back(a);
-    }
-  }
+  o.help = line.help;
   if (o.help) return o;
-  static const std::vector<std::string> kVerbs = {"allow", "deny",  "mode", "ls",   "log",
-                                                  "serve", "fence", "ca",   "relay"};
-  if (o.verb.empty()) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
-  bool fencing = o.verb == "fence";
-  bool fence_flags = !o.fence.interface.empty() || !o.fence.gateway.empty() || o.fence.proxy_port ||
-                     o.fence.transparent_port || o.fence.dns_port || o.fence.dhcp;
-  if (fencing) {
-    if (o.words.size() != 1 ||
-        (o.words[0] != "apply" && o.words[0] != "remove" && o.words[0] != "check")) {
-      throw usage("fence needs apply, remove or check");
+  auto usage = [&](std::string why) {
+    return UsageError(std::move(why),
+                      line.command ? NetCommands().Spelled(*line.command) : "ss net");
+  };
+  if (!line.command) throw usage("a command is needed: allow, deny, mode, ls, log or serve");
+  const std::string& name = line.command->name;
+  o.verb = name.substr(0, name.find(' '));
+  o.words = line.args;
+  if (o.verb == "fence") o.words.insert(o.words.begin(), name.substr(6));
+  o.sandbox = line.Text("sandbox");
+  o.json = line.Flag("json");
+  o.follow = line.Flag("follow");
+  o.proxy = line.Texts("proxy");
+  o.transparent = line.Texts("transparent");
+  o.dns = line.Texts("dns");
+  o.upstream_dns = line.Text("upstream-dns");
+  o.policy = line.Text("policy");
+  o.log = line.Text("log");
+  o.to = line.Text("to");
+  o.fence.interface = line.Text("interface");
+  o.fence.gateway = line.Text("gateway");
+  o.fence.dhcp = line.Flag("dhcp");
+  for (const char* flag : {"proxy-port", "transparent-port", "dns-port"}) {
+    if (!line.Given(flag)) continue;
+    std::string text = line.Text(flag);
+    auto port = ParseDecimal(text);
+    if (!port || *port < 1 || *port > 65535) {
+      throw usage(Cat("--", flag, ": not a port: ", Quoted(text)));
     }
-    if (o.sandbox.empty()) throw usage("fence needs --sandbox NAME");
-    if (o.words[0] == "apply" &&
-        (o.fence.interface.empty() || o.fence.gateway.empty() || !o.fence.proxy_port ||
-         !o.fence.transparent_port || !o.fence.dns_port)) {
-      throw usage(
-          "fence apply needs --interface, --gateway, --proxy-port, --transparent-port "
-          "and --dns-port");
-    }
-    if (o.words[0] != "apply" && fence_flags) {
-      throw usage(Cat("fence ", o.words[0], " takes --sandbox only"));
-    }
-  } else if (fence_flags) {
+    (std::string(flag) == "proxy-port" ? o.fence.proxy_port
+     : std::string(flag) == "dns-port" ? o.fence.dns_port
+                                       : o.fence.transparent_port) = static_cast<int>(*port);
+  }
+  bool needs_sandbox = o.verb == "fence" || o.verb == "serve" || o.verb == "relay";
+  if (needs_sandbox && o.sandbox.empty()) throw usage(Cat(o.verb, " needs --sandbox NAME"));
+  if (name == "fence apply" &&
+      (o.fence.interface.empty() || o.fence.gateway.empty() || !o.fence.proxy_port ||
+       !o.fence.transparent_port || !o.fence.dns_port)) {
     throw usage(
-        "--interface, --gateway, --proxy-port, --transparent-port, --dns-port and --dhcp "
-        "are for fence apply");
+        "fence apply needs --interface, --gateway, --proxy-port, --transparent-port and "
+        "--dns-port");
   }
-  if (std::find(kVerbs.begin(), kVerbs.end(), o.verb) == kVerbs.end()) {
-    throw usage(Cat("unknown command ", Quoted(o.verb)));
+  if (o.verb == "relay" && o.to != "proxy" && o.to != "dns") {
+    throw usage("relay needs --to proxy or --to dns");
   }
-  bool serving = o.verb == "serve";
-  if (!serving && (!o.proxy.empty() || !o.transparent.empty() || !o.dns.empty() ||
-                   !o.upstream_dns.empty() || !o.policy.empty() || !o.log.empty())) {
-    throw usage("--proxy, --transparent, --dns, --upstream-dns, --policy and --log are for serve");
-  }
-  if (o.json && o.verb != "ls" && o.verb != "log") throw usage("--json is for ls and log");
-  if (o.follow && o.verb != "log") throw usage("--follow is for log");
-  if ((o.verb == "allow" || o.verb == "deny") && o.words.empty()) {
-    throw usage(Cat(o.verb, " needs at least one rule"));
-  }
-  if (o.verb == "mode" && o.words.size() != 1)
-    throw usage("mode needs one of allowlist, open, none");
-  if (o.verb == "ca" && (!o.sandbox.empty() || o.json || o.follow)) {
-    throw usage("ca takes no options");
-  }
-  if (!fencing && (o.verb == "ls" || o.verb == "log" || o.verb == "ca" || serving) &&
-      !o.words.empty()) {
-    throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
-  }
-  if (serving && o.sandbox.empty()) throw usage("serve needs --sandbox NAME");
-  if (o.verb == "relay") {
-    if (o.sandbox.empty()) throw usage("relay needs --sandbox NAME");
-    if (o.to != "proxy" && o.to != "dns") throw usage("relay needs --to proxy or --to dns");
-    if (!o.words.empty()) throw usage(Cat("unexpected argument ", Quoted(o.words[0])));
-  } else if (!o.to.empty()) {
-    throw usage("--to is for relay");
-  }
-  if (serving && o.proxy.empty() && o.transparent.empty() && o.dns.empty()) {
+  if (o.verb == "serve" && o.proxy.empty() && o.transparent.empty() && o.dns.empty()) {
     throw usage("serve needs at least one of --proxy, --transparent, --dns");
   }
   return o;

@@ -4,15 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "command_table.hpp"
 #include "net_fence.hpp"
 
 namespace ss {
 
-extern const char* const kNetUsage;
-
 struct NetLine {
-  std::string verb;
-  std::vector<std::string> words;
+  std::string verb;                // "allow", ..., "fence" (fence's own command in words[0])
+  std::vector<std::string> words;  // the rules, the mode, or fence's apply|remove|check
   std::string sandbox;
   bool json = false;
   bool follow = false;
@@ -26,7 +25,11 @@ struct NetLine {
   std::string to;
 };
 
-// Exit 64 (ss::Error) for a command line the tool does not take.
+const CommandTable& NetCommands();
+
+// Exit 64 (ss::Error) for anything NetCommands does not allow, and for what a command needs and
+// was not given (fence apply's ports, serve's listeners, relay's --to, --sandbox where it is
+// required).
 NetLine ParseNetLine(const std::vector<std::string>& args);
 
 }  // namespace ss

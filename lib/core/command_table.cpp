@@ -192,11 +192,20 @@ std::string CommandTable::Help() const {
   }
   out += "\n";
   if (!spec_.notes.empty()) out += Cat(spec_.notes, "\n\n");
-  out += "Options:\n";
+  std::vector<std::string> sections = {""};
   for (const auto& o : spec_.options) {
-    std::string left = o.letter ? Cat("-", o.letter, ", --", o.name) : Cat("--", o.name);
-    if (!o.value.empty()) left += Cat(" ", o.value);
-    out += Row(left, o.help);
+    if (std::find(sections.begin(), sections.end(), o.section) == sections.end()) {
+      sections.push_back(o.section);
+    }
+  }
+  for (const auto& section : sections) {
+    out += section.empty() ? "Options:\n" : Cat("\n", section, ":\n");
+    for (const auto& o : spec_.options) {
+      if (o.section != section) continue;
+      std::string left = o.letter ? Cat("-", o.letter, ", --", o.name) : Cat("--", o.name);
+      if (!o.value.empty()) left += Cat(" ", o.value);
+      out += Row(left, o.help);
+    }
   }
   return out;
 }

@@ -28,6 +28,7 @@ struct OptionSpec {
   std::string help{};   // help's words (wrapped there); completion shows them up to ';' or ' ('
   // The commands it goes with, by name; none: every command.
   std::vector<std::string> commands{};
+  std::string section{};  // help lists it under "SECTION:" after the other options
 };
 
 struct CommandSpec {

@@ -231,14 +231,14 @@ EOF
   relay=("$SS_BUILD_DIR/libexec/ss/ss-net" relay --sandbox box)
   run --separate-stderr "${relay[@]}"
   assert_failure 64
-  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: relay needs --to proxy or --to dns" "hint: see 'ss net --help'")"
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: relay needs --to proxy or --to dns" "hint: see 'ss net relay --help'")"
   run --separate-stderr "${relay[@]}" --to smtp
   assert_failure 64
   run --separate-stderr "$SS_BUILD_DIR/libexec/ss/ss-net" relay --to proxy
   assert_failure 64
   run --separate-stderr ss net ls --to dns
   assert_failure 64
-  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: --to is for relay" "hint: see 'ss net --help'")"
+  assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: --to is not an option of 'ss net ls'" "hint: --to goes with ss net relay" "hint: see 'ss net ls --help'")"
   # No ss-net: the connection is closed at once.
   run --separate-stderr "${relay[@]}" --to proxy </dev/null
   assert_failure 69

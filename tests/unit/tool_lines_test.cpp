@@ -143,6 +143,10 @@ TEST(NetLine, VerbsAndTheirOwnFlags) {
   EXPECT_THROW(ParseNetLine({"fence", "check", "--sandbox", "box", "--dhcp"}), Error);
   EXPECT_THROW(ParseNetLine({"relay", "--sandbox", "box", "--to", "web"}), Error);
   EXPECT_THROW(ParseNetLine({"nope"}), Error);
+  EXPECT_THROW(ParseNetLine({"ca", "--sandbox", "box"}), Error);
+  EXPECT_THROW(ParseNetLine({"ls", "extra"}), Error);
+  EXPECT_EQ(ParseNetLine({"fence", "check", "--sandbox", "box"}).words,
+            (std::vector<std::string>{"check"}));
 }
 
 TEST(ConfigLine, ActionsAndAValueThatStartsWithADash) {
