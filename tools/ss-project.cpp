@@ -274,33 +274,14 @@ int Delete(const ProjectLine& o) {
 // `ss-project --complete WORD...`: candidates for the last WORD. The first word is the
 // subcommand (the dispatcher puts "new", "list" or "delete" there for the short forms).
 int Complete(const Args& words) {
-  auto print = [](std::initializer_list<const char*> items) {
-    for (const char* w : items) std::cout << w << "\n";
-  };
-  if (words.size() <= 1) {
-    for (const auto& s : ProjectSubcommands()) std::cout << s << "\n";
-    print({"--help"});
-    return 0;
-  }
-  const std::string& command = words[0];
-  const std::string& previous = words[words.size() - 2];
+  const std::string& previous = words.size() >= 2 ? words[words.size() - 2] : "";
   if (previous == "--from") return 0;  // a path: the shell's to complete
-  auto names = [] {
+  if (words.size() == 2 && (words[0] == "show" || words[0] == "delete" || words[0] == "path")) {
     for (const auto& name : ProjectStore().Names()) std::cout << name << "\n";
-  };
-  if (command == "new") {
-    print({"--from", "--github", "--private", "--copy", "--help"});
-  } else if (command == "list") {
-    print({"--json", "--no-size", "--help"});
-  } else if (command == "show") {
-    names();
-    print({"--json", "--help"});
-  } else if (command == "delete") {
-    names();
-    print({"--yes", "--force", "--help"});
-  } else if (command == "path" && words.size() == 2) {
-    names();
   }
+  std::string out;
+  ProjectCommands().Complete(words, out);
+  std::cout << out;
   return 0;
 }
 
@@ -321,7 +302,7 @@ int Path(const ProjectLine& o) {
 int RunCommand(const ProjectLine& o) {
   switch (o.command) {
     case Command::kHelp:
-      std::cout << kProjectUsage;
+      std::cout << ProjectCommands().Help();
       return 0;
     case Command::kNew:
       return New(o);

@@ -1,13 +1,12 @@
-// ss-project's command line (ss new, ss list, ss delete, ss project ...): one usage text
-// and a pure parser, so every rule about flags is tested without running anything.
+// ss-project's command line: ss new, ss list, ss delete, ss project show, ss project path.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace ss {
+#include "command_table.hpp"
 
-extern const char* const kProjectUsage;
+namespace ss {
 
 struct ProjectLine {
   enum class Command { kHelp, kNew, kList, kShow, kDelete, kPath };
@@ -23,8 +22,7 @@ struct ProjectLine {
   bool force = false;       // delete: also with work not yet applied in a working copy
 };
 
-// The subcommands, in the order help and completion show them.
-const std::vector<std::string>& ProjectSubcommands();
+const CommandTable& ProjectCommands();
 
 // argv without argv[0]: [SUBCOMMAND] [ARGS...]; no subcommand means list. Throws ss::Error(64)
 // (or a boost::program_options error, which the tool reports as 64) on a bad command line.

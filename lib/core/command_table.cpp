@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/positional_options.hpp>
 #include <boost/program_options/value_semantic.hpp>
 #include <set>
 
@@ -42,6 +44,23 @@ std::vector<std::string> NamesOf(const CommandSpec& c) {
   std::vector<std::string> names = {c.name};
   names.insert(names.end(), c.aliases.begin(), c.aliases.end());
   return names;
+}
+
+// Every word that is not an option goes to "words". Options are never guessed from a prefix
+// (--js for --json): a script that relies on one breaks when an option is added.
+po::variables_map ParseWithWords(const std::vector<std::string>& args,
+                                 const po::options_description& desc) {
+  po::positional_options_description pos;
+  pos.add("words", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args)
+                .options(desc)
+                .positional(pos)
+                .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
+                .run(),
+            vm);
+  po::notify(vm);
+  return vm;
 }
 
 }  // namespace

@@ -1,11 +1,6 @@
 #include "tool.hpp"
 
-#include <algorithm>
 #include <boost/program_options/errors.hpp>
-#include <boost/program_options/options_description.hpp>
-#include <boost/program_options/parsers.hpp>
-#include <boost/program_options/positional_options.hpp>
-#include <boost/program_options/variables_map.hpp>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -17,46 +12,6 @@
 #include "version.hpp"
 
 namespace ss {
-
-boost::program_options::variables_map ParseWithWords(
-    const Args& args, const boost::program_options::options_description& desc) {
-  namespace po = boost::program_options;
-  po::positional_options_description pos;
-  pos.add("words", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  po::notify(vm);
-  return vm;
-}
-
-void CheckOptionUse(const boost::program_options::variables_map& given, const std::string& command,
-                    const std::vector<OptionUse>& uses, std::string_view prefix,
-                    std::string_view help) {
-  if (command.empty()) return;
-  for (const auto& use : uses) {
-    auto it = given.find(use.option);
-    if (it == given.end() || it->second.defaulted()) continue;
-    const auto& cs = use.commands;
-    if (std::find(cs.begin(), cs.end(), command) != cs.end()) continue;
-    std::string owners;
-    for (size_t i = 0; i < cs.size(); ++i) {
-      owners += Cat(i == 0 ? "" : i + 1 == cs.size() ? " and " : ", ", prefix, cs[i]);
-    }
-    throw Error(kExitUsage, Cat("--", use.option, " is not an option of '", command, "'"), {},
-                {Cat("--", use.option, " goes with ", owners, "; see '", help, "'")});
-  }
-}
-
-std::vector<std::string> OptionsOf(const std::string& command, const std::vector<OptionUse>& uses,
-                                   const std::vector<std::string>& common) {
-  std::vector<std::string> out;
-  for (const auto& o : common) out.push_back(Cat("--", o));
-  for (const auto& use : uses) {
-    const auto& cs = use.commands;
-    if (std::find(cs.begin(), cs.end(), command) != cs.end()) out.push_back(Cat("--", use.option));
-  }
-  return out;
-}
 
 std::string HelpCommand(std::string_view tool) {
   return tool.rfind("ss-", 0) == 0 ? Cat("ss ", tool.substr(3)) : std::string(tool);

@@ -8,7 +8,6 @@
 // message shape and an exit status. Nothing else in ss calls exit().
 #pragma once
 
-#include <boost/program_options/variables_map.hpp>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -16,39 +15,9 @@
 
 #include "error.hpp"
 
-namespace boost::program_options {
-class options_description;
-}
-
 namespace ss {
 
 using Args = std::vector<std::string>;  // argv without argv[0]
-
-// Parses `args` against `desc`, every word that is not an option going to the option "words"
-// (which `desc` declares), and stores the values into their variables. Returns what was given.
-boost::program_options::variables_map ParseWithWords(
-    const Args& args, const boost::program_options::options_description& desc);
-
-// The commands that take an option (its long name). An option no entry names goes with every
-// command.
-struct OptionUse {
-  std::string option;
-  std::vector<std::string> commands;
-};
-
-// Exit 64 when an option given on the command line (`given`, defaults aside) is not one of
-// `command`'s, naming the commands that take it:
-//   --json is not an option of 'diff'
-//   hint: --json goes with ss sync; see 'ss-sync --help'
-// `prefix` is how a command is written ("ss ", "ss vm "), `help` where to read more.
-void CheckOptionUse(const boost::program_options::variables_map& given, const std::string& command,
-                    const std::vector<OptionUse>& uses, std::string_view prefix,
-                    std::string_view help);
-
-// The options `command` takes, as "--NAME" lines for completion: `common` and those of `uses`
-// whose commands include it.
-std::vector<std::string> OptionsOf(const std::string& command, const std::vector<OptionUse>& uses,
-                                   const std::vector<std::string>& common);
 
 // How a user asks for a tool's help: "ss vm" for ss-vm, "ss snap" for ss-snap.
 std::string HelpCommand(std::string_view tool);

@@ -346,7 +346,8 @@ hint: see 'ss new --help'"
 hint: see 'ss new --help'"
   run --separate-stderr ss new x1 --json
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: --json is not an option of 'new'
+  assert_equal "$stderr" "ss-project: error: --json is not an option of 'ss new'
+hint: --json goes with ss list and ss project show
 hint: see 'ss new --help'"
   run --separate-stderr ss new x1 --gihub
   assert_equal "$status" 64
@@ -356,8 +357,8 @@ hint: see 'ss project --help'"
   assert_equal "$status" 64
   run --separate-stderr ss project frobnicate
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: unknown project command 'frobnicate'
-hint: use new, list, show, delete or path; see 'ss project --help'"
+  assert_equal "$stderr" "ss-project: error: unknown command 'frobnicate'
+hint: see 'ss project --help'"
   assert_equal "$(ls -A "$P" 2>/dev/null)" ""
 }
 
@@ -496,11 +497,13 @@ ss-project: warning: skipping '~/super-sandbox/projects/linked': a symbolic link
 @test "list: usage errors" {
   run --separate-stderr ss list extra
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: usage: ss list [--json] [--no-size]
+  assert_equal "$stderr" "ss-project: error: unexpected argument 'extra'
+hint: usage: ss list [--json] [--no-size]
 hint: see 'ss list --help'"
   run --separate-stderr ss list --yes
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: --yes is not an option of 'list'
+  assert_equal "$stderr" "ss-project: error: --yes is not an option of 'ss list'
+hint: --yes goes with ss delete
 hint: see 'ss list --help'"
 }
 
@@ -665,7 +668,8 @@ hint: ss does not follow or remove it; move it away yourself"
 hint: see 'ss delete --help'"
   run --separate-stderr ss delete x1 --github
   assert_equal "$status" 64
-  assert_equal "$stderr" "ss-project: error: --github is not an option of 'delete'
+  assert_equal "$stderr" "ss-project: error: --github is not an option of 'ss delete'
+hint: --github goes with ss new
 hint: see 'ss delete --help'"
 }
 
@@ -860,33 +864,34 @@ Or choose a different name:
 @test "--complete: subcommands, flags and project names" {
   ss new my-app >/dev/null
   ss new client-website >/dev/null
+  # What each command is, for zsh and fish; bash shows the names alone.
   run "$SSP" --complete ""
-  assert_output "new
-list
-show
-delete
-path
---help"
-  run ss --complete delete ""
+  assert_output "$(printf '%s\t%s\n' new "create a project: the scaffold, or a copy of --from" \
+    list "the projects, most recently used first" \
+    show "one project: its folders, dates, size and GitHub repository" \
+    delete "delete a project and its folder" path "the folder of NAME, or of all projects")"
+  # The candidates' names (what bash offers).
+  names() { ss --complete "$@" | cut -f1; }
+  run names delete ""
   assert_output "client-website
 my-app
 --yes
 --force
 --help"
-  run ss --complete project show m
+  run names project show m
   assert_output "client-website
 my-app
 --json
 --help"
-  run ss --complete new x1 ""
+  run names new x1 ""
   assert_output "--from
 --github
 --private
 --copy
 --help"
-  run ss --complete new x1 --from ""
+  run names new x1 --from ""
   assert_output ""
-  run ss --complete list ""
+  run names list ""
   assert_output "--json
 --no-size
 --help"
@@ -913,7 +918,8 @@ Create a new project:
   ss new my-ap"
   run --separate-stderr ss project path a b
   assert_equal "$status" 64
-  assert_equal "${stderr_lines[0]}" "ss-project: error: usage: ss project path [NAME]"
+  assert_equal "${stderr_lines[0]}" "ss-project: error: unexpected argument 'b'"
+  assert_equal "${stderr_lines[1]}" "hint: usage: ss project path [NAME]"
   run --separate-stderr ss project path Bad
   assert_equal "$status" 65
 }

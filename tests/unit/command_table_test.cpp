@@ -70,6 +70,8 @@ TEST(CommandTable, ParsesTheCommandItsWordsAndItsOptions) {
   EXPECT_TRUE(Table().Parse({"ls"}).Is("list"));
   EXPECT_TRUE(Table().Parse({"--help"}).help);
   EXPECT_EQ(Table().Parse({}).command, nullptr);
+  // An option is named in full: a prefix would change meaning when an option is added.
+  EXPECT_ANY_THROW(Table().Parse({"go", "--wher", "x"}));
 }
 
 TEST(CommandTable, EveryMistakeSaysWhatToType) {

@@ -54,38 +54,50 @@ TEST(ProjectLine, HelpWinsEverywhere) {
   EXPECT_EQ(ParseProjectLine({"delete", "-h"}).command, C::kHelp);
 }
 
-void ExpectUsage(const std::vector<std::string>& args, const std::string& message,
-                 const std::string& hint) {
+// The message and the hints of the usage error `args` make, one per line.
+void ExpectUsage(const std::vector<std::string>& args, const std::string& expected) {
   try {
     ParseProjectLine(args);
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), kExitUsage);
-    EXPECT_EQ(std::string(e.what()), message);
-    ASSERT_EQ(e.hints().size(), 1u);
-    EXPECT_EQ(e.hints()[0], hint);
+    std::string got = e.what();
+    for (const auto& h : e.hints()) got += "\nhint: " + h;
+    EXPECT_EQ(got, expected);
   }
 }
 
 TEST(ProjectLine, UsageErrors) {
-  ExpectUsage({"new"}, "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
-              "see 'ss new --help'");
+  ExpectUsage({"new"},
+              "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]\n"
+              "hint: see 'ss new --help'");
   ExpectUsage({"new", "a1", "b1"},
-              "usage: ss new NAME [--from PATH] [--github [--private]] [--copy]",
-              "see 'ss new --help'");
-  ExpectUsage({"delete"}, "usage: ss delete NAME [--yes] [--force]", "see 'ss delete --help'");
-  ExpectUsage({"show"}, "usage: ss project show NAME [--json]", "see 'ss project show --help'");
-  ExpectUsage({"list", "x1"}, "usage: ss list [--json] [--no-size]", "see 'ss list --help'");
-  ExpectUsage({"new", "x1", "--private"}, "--private needs --github", "see 'ss new --help'");
-  ExpectUsage({"new", "x1", "--json"}, "--json is not an option of 'new'", "see 'ss new --help'");
-  ExpectUsage({"list", "--yes"}, "--yes is not an option of 'list'", "see 'ss list --help'");
-  ExpectUsage({"delete", "x1", "--github"}, "--github is not an option of 'delete'",
-              "see 'ss delete --help'");
-  ExpectUsage({"show", "x1", "--no-size"}, "--no-size is not an option of 'show'",
-              "see 'ss project show --help'");
-  ExpectUsage({"new", "x1", "--from", ""}, "--from needs a PATH", "see 'ss new --help'");
-  ExpectUsage({"frobnicate"}, "unknown project command 'frobnicate'",
-              "use new, list, show, delete or path; see 'ss project --help'");
+              "unexpected argument 'b1'\n"
+              "hint: usage: ss new NAME [--from PATH] [--github [--private]] [--copy]\n"
+              "hint: see 'ss new --help'");
+  ExpectUsage({"delete"}, "usage: ss delete NAME [--yes] [--force]\nhint: see 'ss delete --help'");
+  ExpectUsage({"show"}, "usage: ss project show NAME [--json]\nhint: see 'ss project show --help'");
+  ExpectUsage({"list", "x1"},
+              "unexpected argument 'x1'\nhint: usage: ss list [--json] [--no-size]\n"
+              "hint: see 'ss list --help'");
+  ExpectUsage({"new", "x1", "--private"}, "--private needs --github\nhint: see 'ss new --help'");
+  ExpectUsage({"new", "x1", "--json"},
+              "--json is not an option of 'ss new'\nhint: --json goes with ss list and ss "
+              "project show\nhint: see 'ss new --help'");
+  ExpectUsage({"list", "--yes"},
+              "--yes is not an option of 'ss list'\nhint: --yes goes with ss delete\n"
+              "hint: see 'ss list --help'");
+  ExpectUsage({"delete", "x1", "--github"},
+              "--github is not an option of 'ss delete'\nhint: --github goes with ss new\n"
+              "hint: see 'ss delete --help'");
+  ExpectUsage({"show", "x1", "--no-size"},
+              "--no-size is not an option of 'ss project show'\nhint: --no-size goes with ss "
+              "list\nhint: see 'ss project show --help'");
+  ExpectUsage({"new", "x1", "--from", ""}, "--from needs a PATH\nhint: see 'ss new --help'");
+  ExpectUsage({"frobnicate"}, "unknown command 'frobnicate'\nhint: see 'ss project --help'");
+  ExpectUsage({"shwo", "x1"},
+              "unknown command 'shwo'\nhint: did you mean 'show'?\n"
+              "hint: see 'ss project --help'");
 }
 
 TEST(ProjectLine, UnknownOrAbbreviatedFlagsAreRefused) {

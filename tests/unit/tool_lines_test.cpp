@@ -8,6 +8,7 @@
 #include "config_line.hpp"
 #include "error.hpp"
 #include "net_line.hpp"
+#include "project_line.hpp"
 #include "snap_line.hpp"
 #include "sync_line.hpp"
 #include "tunnel_line.hpp"
