@@ -1,8 +1,5 @@
 #include "snap_line.hpp"
 
-#include "error.hpp"
-#include "strings.hpp"
-
 namespace ss {
 
 const CommandTable& SnapCommands() {
@@ -63,13 +60,10 @@ SnapLine ParseSnapLine(const std::vector<std::string>& args) {
   if (line.command) o.command = line.command->name;
   if (!line.args.empty()) o.name = line.args[0];
   o.sandbox = line.Text("sandbox");
-  o.timeout = line.Number("timeout", 60);
+  o.timeout = line.Seconds("timeout", 60);
   o.force = line.Flag("force");
   o.json = line.Flag("json");
   o.yes = line.Flag("yes");
-  if (o.timeout <= 0) {
-    throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
-  }
   return o;
 }
 

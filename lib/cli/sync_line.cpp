@@ -1,8 +1,5 @@
 #include "sync_line.hpp"
 
-#include "error.hpp"
-#include "strings.hpp"
-
 namespace ss {
 
 const CommandTable& SyncCommands() {
@@ -102,15 +99,12 @@ SyncLine ParseSyncLine(const std::vector<std::string>& args) {
   o.force = line.Flag("force");
   o.dry_run = line.Flag("dry-run");
   o.stat = line.Flag("stat");
-  o.timeout = line.Number("timeout", 60);
+  o.timeout = line.Seconds("timeout", 60);
   o.json = line.Flag("json");
   o.yes = line.Flag("yes");
   o.ours = line.Flag("ours");
   o.theirs = line.Flag("theirs");
   o.merge = line.Flag("merge");
-  if (o.timeout <= 0) {
-    throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
-  }
   return o;
 }
 

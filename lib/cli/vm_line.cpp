@@ -1,8 +1,5 @@
 #include "vm_line.hpp"
 
-#include "error.hpp"
-#include "strings.hpp"
-
 namespace ss {
 
 const CommandTable& VmCommands() {
@@ -116,7 +113,7 @@ VmLine ParseVmLine(const std::vector<std::string>& args) {
   o.profile = line.Text("profile");
   o.backend = line.Text("backend");
   o.deploy = line.Text("deploy");
-  o.timeout = line.Number("timeout", -1);
+  o.timeout = line.Seconds("timeout", -1);
   o.release = line.Text("release", o.release);
   o.mirror = line.Text("mirror", o.mirror);
   o.force = line.Flag("force");
@@ -124,9 +121,6 @@ VmLine ParseVmLine(const std::vector<std::string>& args) {
   o.stop = line.Flag("stop");
   o.json = line.Flag("json");
   o.yes = line.Flag("yes");
-  if (line.Given("timeout") && o.timeout <= 0) {
-    throw Error(kExitUsage, Cat("--timeout must be a positive number of seconds, not ", o.timeout));
-  }
   return o;
 }
 

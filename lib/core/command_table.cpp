@@ -94,6 +94,15 @@ int ParsedLine::Number(const std::string& name, int fallback) const {
   return it == given.end() ? fallback : it->second.as<int>();
 }
 
+int ParsedLine::Seconds(const std::string& name, int fallback) const {
+  if (!Given(name)) return fallback;
+  int n = Number(name, fallback);
+  if (n <= 0) {
+    throw Error(kExitUsage, Cat("--", name, " must be a positive number of seconds, not ", n));
+  }
+  return n;
+}
+
 std::vector<std::string> ParsedLine::Texts(const std::string& name) const {
   auto it = given.find(name);
   return it == given.end() ? std::vector<std::string>{}

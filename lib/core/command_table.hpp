@@ -64,6 +64,8 @@ struct ParsedLine {
   bool Flag(const std::string& name) const;
   std::string Text(const std::string& name, std::string fallback = "") const;
   int Number(const std::string& name, int fallback) const;
+  // A number of seconds: `fallback` when not given; exit 64 when given and not positive.
+  int Seconds(const std::string& name, int fallback) const;
   std::vector<std::string> Texts(const std::string& name) const;
   bool Given(const std::string& name) const;  // on the command line, not defaulted
   bool Is(const std::string& command) const { return this->command && this->command->name == command; }
