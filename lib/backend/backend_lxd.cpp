@@ -520,21 +520,20 @@ void LxdBackend::TakeSnapshot(const std::string& name, const std::string& snapsh
       throw Error(kExitCantCreate, Cat("'", name, "' already has a snapshot '", snapshot, "'"));
     }
   }
-  // LXD copies a running container's files one by one (on the dir driver), and stops at the
-  // first that the guest removes meanwhile (a service's private /tmp going away): the snapshot
-  // is then not made at all, so it is taken again.
-  for (int attempt = 1;; ++attempt) {
-    try {
-      Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
-          std::chrono::seconds(300));
-      return;
-    } catch (const Error& e) {
-      std::string_view why = e.what();
-      if (attempt == 3 || why.find("no such file or directory") == std::string_view::npos) throw;
-      Debug(Cat("lxd: snapshot '", snapshot, "' of '", name, "', try ", attempt, ": ", why));
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
+  // LXD copies a running container's files one by one (on the dir driver) and stops at the
+  // first one the guest removes meanwhile (a service's private /tmp going away), leaving a
+  // partial copy on disk that later stops the container's deletion. The container is frozen
+  // while its files are copied, and thawed whatever happens.
+  bool running = State(name) == SandboxState::kRunning;
+  if (running) Lxc({"pause", Ref(name)}, Cat("cannot freeze '", name, "' for a snapshot"));
+  try {
+    Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
+        std::chrono::seconds(300));
+  } catch (const Error&) {
+    if (running) Lxc({"start", Ref(name)}, Cat("cannot thaw '", name, "'"));
+    throw;
   }
+  if (running) Lxc({"start", Ref(name)}, Cat("cannot thaw '", name, "'"));
 }
 
 void LxdBackend::RestoreSnapshot(const std::string& name, const std::string& snapshot) {
