@@ -1,18 +1,18 @@
 #include "attach_line.hpp"
 
-#include "error.hpp"
-#include "strings.hpp"
-#include "ssh_command.hpp"
-#include "tool.hpp"
-
 #include <algorithm>
+
+#include "error.hpp"
+#include "ssh_command.hpp"
+#include "strings.hpp"
+#include "tool.hpp"
 
 namespace ss {
 
 const std::vector<std::string>& AttachVerbs() {
   static const std::vector<std::string> verbs = {"run",    "shell",         "root",      "login",
-                                         "claude", "claude-run",    "exec",      "docker",
-                                         "logs",   "claude-resume", "ssh-config"};
+                                                 "claude", "claude-run",    "exec",      "docker",
+                                                 "logs",   "claude-resume", "ssh-config"};
   return verbs;
 }
 
@@ -76,7 +76,8 @@ Options:
 AttachLine ParseAttachLine(const std::vector<std::string>& args) {
   AttachLine o;
   size_t i = 0;
-  if (!args.empty() && std::find(AttachVerbs().begin(), AttachVerbs().end(), args[0]) != AttachVerbs().end()) {
+  if (!args.empty() &&
+      std::find(AttachVerbs().begin(), AttachVerbs().end(), args[0]) != AttachVerbs().end()) {
     o.verb = args[0];
     i = 1;
   }

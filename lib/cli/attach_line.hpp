@@ -1,4 +1,5 @@
-// ss-attach's command line: ss PROJECT, ss run DIR, and the session verbs (shell, root, login, claude, claude-run, claude-resume, exec, docker, logs, ssh-config).
+// ss-attach's command line: ss PROJECT, ss run DIR, and the session verbs (shell, root, login,
+// claude, claude-run, claude-resume, exec, docker, logs, ssh-config).
 #pragma once
 
 #include <optional>

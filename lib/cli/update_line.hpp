@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-
 namespace ss {
 
 extern const char* const kUpdateUsage;

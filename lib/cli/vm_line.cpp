@@ -3,7 +3,7 @@
 namespace ss {
 
 const CommandTable& VmCommands() {
-  const std::vector<std::string> lifecycle = {"start", "stop",  "restart", "status",   "reset",
+  const std::vector<std::string> lifecycle = {"start",  "stop",  "restart",   "status", "reset",
                                               "delete", "clean", "provision", "setup"};
   static const CommandTable table({
       .prefix = "ss vm ",
@@ -14,8 +14,10 @@ const CommandTable& VmCommands() {
           {{.name = "start", .help = "start the sandbox (create it from the image the first time)"},
            {.name = "stop", .help = "stop it (gracefully, then forced after --timeout)"},
            {.name = "restart", .help = "stop it if it runs, then start it"},
-           {.name = "status", .help = "show state, address, resources, snapshots and login (--json)"},
-           {.name = "reset", .help = "replace it with a fresh one; projects are not touched (--yes)"},
+           {.name = "status",
+            .help = "show state, address, resources, snapshots and login (--json)"},
+           {.name = "reset",
+            .help = "replace it with a fresh one; projects are not touched (--yes)"},
            {.name = "delete", .help = "remove it; projects are not touched (--yes)"},
            {.name = "clean",
             .args = "--profile NAME",
@@ -25,7 +27,8 @@ const CommandTable& VmCommands() {
            {.name = "provision",
             .help = "copy the agent's configuration (agent.config) into ~/.claude again"},
            {.name = "list", .help = "list this install's sandboxes (--json)", .aliases = {"ls"}},
-           {.name = "backends", .help = "what each backend needs here and what auto picks (--json)"},
+           {.name = "backends",
+            .help = "what each backend needs here and what auto picks (--json)"},
            {.name = "image build",
             .help = "build the base image from Debian packages (--release, --mirror, --force)"},
            {.name = "image ls", .help = "list built images (--json)", .aliases = {"image list"}},
@@ -34,7 +37,8 @@ const CommandTable& VmCommands() {
             .min_args = 1,
             .max_args = 1,
             .help = "remove a built image (--yes)"},
-           {.name = "setup", .help = "prepare this host for a backend (--backend; --stop undoes it)"},
+           {.name = "setup",
+            .help = "prepare this host for a backend (--backend; --stop undoes it)"},
            {.name = "health-check",
             .args = "[NAME]",
             .max_args = 1,

@@ -105,8 +105,7 @@ int ParsedLine::Seconds(const std::string& name, int fallback) const {
 
 std::vector<std::string> ParsedLine::Texts(const std::string& name) const {
   auto it = given.find(name);
-  return it == given.end() ? std::vector<std::string>{}
-                           : it->second.as<std::vector<std::string>>();
+  return it == given.end() ? std::vector<std::string>{} : it->second.as<std::vector<std::string>>();
 }
 
 bool ParsedLine::Given(const std::string& name) const {
@@ -145,9 +144,15 @@ ParsedLine CommandTable::Parse(const std::vector<std::string>& args) const {
   for (const auto& o : spec_.options) {
     std::string key = o.letter ? Cat(o.name, ",", o.letter) : o.name;
     switch (o.kind) {
-      case OptionSpec::kSwitch: add(key.c_str(), po::bool_switch()); break;
-      case OptionSpec::kText: add(key.c_str(), po::value<std::string>()); break;
-      case OptionSpec::kNumber: add(key.c_str(), po::value<int>()); break;
+      case OptionSpec::kSwitch:
+        add(key.c_str(), po::bool_switch());
+        break;
+      case OptionSpec::kText:
+        add(key.c_str(), po::value<std::string>());
+        break;
+      case OptionSpec::kNumber:
+        add(key.c_str(), po::value<int>());
+        break;
       case OptionSpec::kTexts:
         add(key.c_str(), po::value<std::vector<std::string>>()->composing());
         break;
@@ -191,8 +196,7 @@ ParsedLine CommandTable::Parse(const std::vector<std::string>& args) const {
   std::string usage = Cat("usage: ", Spelled(c), c.args.empty() ? "" : " ", c.args);
   if (line.args.size() < c.min_args) throw UsageError(usage, Spelled(c));
   if (line.args.size() > c.max_args) {
-    throw UsageError(Cat("unexpected argument '", line.args[c.max_args], "'"), Spelled(c),
-                     {usage});
+    throw UsageError(Cat("unexpected argument '", line.args[c.max_args], "'"), Spelled(c), {usage});
   }
   for (const auto& o : spec_.options) {
     if (o.commands.empty() || !line.Given(o.name)) continue;
@@ -261,7 +265,7 @@ bool CommandTable::Complete(const std::vector<std::string>& words, std::string& 
         const std::string& word = w[current];
         if (!seen.insert(word).second) continue;
         bool group = current == 0 && w.size() > 1 && !Match({word});
-        std::string what = group ? Cat(word, " commands")
+        std::string what = group                ? Cat(word, " commands")
                            : !c.summary.empty() ? c.summary
                                                 : Short(c.help);
         out += Cat(word, "\t", what, "\n");

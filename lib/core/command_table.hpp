@@ -21,8 +21,8 @@ constexpr size_t kAnyNumber = std::numeric_limits<size_t>::max();
 
 struct OptionSpec {
   enum Kind { kSwitch, kText, kNumber, kTexts };  // kTexts: repeatable
-  std::string name{};  // the long name: "sandbox"
-  char letter = 0;    // the short one: 'y' for -y
+  std::string name{};                             // the long name: "sandbox"
+  char letter = 0;                                // the short one: 'y' for -y
   Kind kind = kSwitch;
   std::string value{};  // what help calls its value: "NAME"
   std::string help{};   // help's words (wrapped there); completion shows them up to ';' or ' ('
@@ -32,32 +32,32 @@ struct OptionSpec {
 };
 
 struct CommandSpec {
-  std::string name{};              // "restore"; a command of a command: "image build"
-  std::string args{};              // as help shows them: "NAME", "[PROJECT]"
-  size_t min_args = 0;           // words after the name
-  size_t max_args = 0;           // kAnyNumber: no limit
-  std::string help{};              // help's words (wrapped there)
-  std::string summary{};           // completion's; empty: help up to ';' or ' ('
+  std::string name{};                  // "restore"; a command of a command: "image build"
+  std::string args{};                  // as help shows them: "NAME", "[PROJECT]"
+  size_t min_args = 0;                 // words after the name
+  size_t max_args = 0;                 // kAnyNumber: no limit
+  std::string help{};                  // help's words (wrapped there)
+  std::string summary{};               // completion's; empty: help up to ';' or ' ('
   std::vector<std::string> aliases{};  // other names: "ls"
-  std::string spelled{};           // how users type it, when not the tool's prefix and name:
-                                 // "ss snapshots"
+  std::string spelled{};               // how users type it, when not the tool's prefix and name:
+                                       // "ss snapshots"
 };
 
 struct ToolSpec {
   std::string prefix{};        // how the tool's commands are typed: "ss vm ", or "ss " when they
-                             // are ss's own verbs
+                               // are ss's own verbs
   std::string help_command{};  // the command whose --help shows this: "ss vm"
   std::string usage{};         // help's first line(s): "usage: ss vm COMMAND [OPTIONS]"
   std::string about{};         // the paragraph(s) after it, wrapped as written
   std::vector<CommandSpec> commands{};
-  std::string notes{};         // between the commands and the options, wrapped as written
+  std::string notes{};                // between the commands and the options, wrapped as written
   std::vector<OptionSpec> options{};  // --help is added
 };
 
 // A command line as the table reads it.
 struct ParsedLine {
-  const CommandSpec* command = nullptr;   // none when no word was given (or with --help)
-  std::vector<std::string> args;          // the words after the command's name
+  const CommandSpec* command = nullptr;  // none when no word was given (or with --help)
+  std::vector<std::string> args;         // the words after the command's name
   boost::program_options::variables_map given;
   bool help = false;
 
@@ -68,7 +68,9 @@ struct ParsedLine {
   int Seconds(const std::string& name, int fallback) const;
   std::vector<std::string> Texts(const std::string& name) const;
   bool Given(const std::string& name) const;  // on the command line, not defaulted
-  bool Is(const std::string& command) const { return this->command && this->command->name == command; }
+  bool Is(const std::string& command) const {
+    return this->command && this->command->name == command;
+  }
 };
 
 class CommandTable {

@@ -25,7 +25,9 @@ class FakeLxc : public ::testing::Test {
   void TearDown() override {
     if (!old_path_.empty()) ::setenv("PATH", old_path_.c_str(), 1);
   }
-  std::vector<std::string> Calls() const { return SplitLines(ReadFile(Cat(dir_.path(), "/calls"))); }
+  std::vector<std::string> Calls() const {
+    return SplitLines(ReadFile(Cat(dir_.path(), "/calls")));
+  }
   const std::string& dir() const { return dir_.path(); }
 
  private:

@@ -23,20 +23,18 @@ const CommandTable& Table() {
                     .max_args = kAnyNumber,
                     .help = "remove images (--yes)"},
                    {.name = "list", .help = "list them", .aliases = {"ls"}, .spelled = "ss ts"}},
-      .options = {{.name = "where",
-                   .kind = OptionSpec::kText,
-                   .value = "NAME",
-                   .help = "the place (default: here)"},
-                  {.name = "count", .kind = OptionSpec::kNumber, .value = "N", .help = "how many"},
-                  {.name = "tag",
-                   .kind = OptionSpec::kTexts,
-                   .value = "T",
-                   .help = "a tag (repeatable)",
-                   .commands = {"image build"}},
-                  {.name = "yes",
-                   .letter = 'y',
-                   .help = "do not ask",
-                   .commands = {"image rm", "list"}}},
+      .options =
+          {{.name = "where",
+            .kind = OptionSpec::kText,
+            .value = "NAME",
+            .help = "the place (default: here)"},
+           {.name = "count", .kind = OptionSpec::kNumber, .value = "N", .help = "how many"},
+           {.name = "tag",
+            .kind = OptionSpec::kTexts,
+            .value = "T",
+            .help = "a tag (repeatable)",
+            .commands = {"image build"}},
+           {.name = "yes", .letter = 'y', .help = "do not ask", .commands = {"image rm", "list"}}},
   });
   return table;
 }
@@ -75,14 +73,16 @@ TEST(CommandTable, ParsesTheCommandItsWordsAndItsOptions) {
 }
 
 TEST(CommandTable, EveryMistakeSaysWhatToType) {
-  EXPECT_EQ(Mistake({"og"}), "unknown command 'og'\nhint: did you mean 'go'?\nhint: see 'ss t --help'");
+  EXPECT_EQ(Mistake({"og"}),
+            "unknown command 'og'\nhint: did you mean 'go'?\nhint: see 'ss t --help'");
   EXPECT_EQ(Mistake({"image"}), "usage: ss t image build|rm\nhint: see 'ss t --help'");
   EXPECT_EQ(Mistake({"image", "biuld"}),
             "unknown command 'image biuld'\nhint: did you mean 'image build'?\nhint: see 'ss t "
             "--help'");
   EXPECT_EQ(Mistake({"go", "a", "b"}),
             "unexpected argument 'b'\nhint: usage: ss t go [WHERE]\nhint: see 'ss t go --help'");
-  EXPECT_EQ(Mistake({"image", "rm"}), "usage: ss t image rm ID...\nhint: see 'ss t image rm --help'");
+  EXPECT_EQ(Mistake({"image", "rm"}),
+            "usage: ss t image rm ID...\nhint: see 'ss t image rm --help'");
   EXPECT_EQ(Mistake({"go", "-y"}),
             "--yes is not an option of 'ss t go'\nhint: --yes goes with ss t image rm and ss "
             "ts\nhint: see 'ss t go --help'");
@@ -129,8 +129,7 @@ TEST(CommandTable, CompletionSaysWhatEachCandidateIs) {
   EXPECT_EQ(out, "build\tbuild the image\nrm\tremove images\n");
   out.clear();
   EXPECT_TRUE(Table().Complete({"image", "build", "--"}, out));
-  EXPECT_EQ(out,
-            "--where\tthe place\n--count\thow many\n--tag\ta tag\n--help\tshow this help\n");
+  EXPECT_EQ(out, "--where\tthe place\n--count\thow many\n--tag\ta tag\n--help\tshow this help\n");
   out.clear();
   EXPECT_FALSE(Table().Complete({"nope", ""}, out));
   EXPECT_EQ(out, "");

@@ -168,8 +168,8 @@ TEST(ConfigLine, ActionsAndAValueThatStartsWithADash) {
 }
 
 TEST(AttachLine, SessionsTheirCommandsAndTheirOptions) {
-  AttachLine o = ParseAttachLine({"my-app", "-t", "--env", "A=1", "--secret", "TOKEN",
-                                  "--mount", "/srv/data:/data:ro", "--timeout", "90"});
+  AttachLine o = ParseAttachLine({"my-app", "-t", "--env", "A=1", "--secret", "TOKEN", "--mount",
+                                  "/srv/data:/data:ro", "--timeout", "90"});
   EXPECT_EQ(o.verb, "");
   EXPECT_EQ(o.words, (std::vector<std::string>{"my-app"}));
   EXPECT_TRUE(o.terminal);
