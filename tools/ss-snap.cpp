@@ -134,14 +134,7 @@ int Complete(const Args& words) {
 }
 
 int Run(const SnapLine& o) {
-  if (o.help) {
-    std::cout << SnapCommands().Help();
-    return 0;
-  }
-  if (o.command.empty()) {
-    std::cerr << SnapCommands().Help();
-    return kExitUsage;
-  }
+  if (o.help || o.command.empty()) return SnapCommands().ShowHelp(o.help);
   // The command line is checked before anything is asked of the backend.
   if (!o.name.empty()) ValidateSnapshotName(o.name);
   std::string name = ResolveSandboxName(o.sandbox);

@@ -344,14 +344,7 @@ int Complete(const Args& words) {
 }
 
 int Run(const SyncLine& o) {
-  if (o.help) {
-    std::cout << SyncCommands().Help();
-    return 0;
-  }
-  if (o.command.empty()) {
-    std::cerr << SyncCommands().Help();
-    return kExitUsage;
-  }
+  if (o.help || o.command.empty()) return SyncCommands().ShowHelp(o.help);
   Config config = Config::Load();
   if (o.command == "sync") return Sync(o, config);
   if (o.command == "diff") return Diff(o, config);

@@ -630,14 +630,7 @@ int Complete(const Args& words) {
 }
 
 int Run(const VmLine& o) {
-  if (o.help) {
-    std::cout << VmCommands().Help();
-    return 0;
-  }
-  if (o.command.empty()) {
-    std::cerr << VmCommands().Help();
-    return kExitUsage;
-  }
+  if (o.help || o.command.empty()) return VmCommands().ShowHelp(o.help);
   const std::string& cmd = o.command;
   if (cmd.rfind("image ", 0) == 0) return Image(o);
   if (cmd == "setup") return Setup(o);

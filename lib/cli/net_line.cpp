@@ -7,9 +7,9 @@
 namespace ss {
 
 const CommandTable& NetCommands() {
-  const std::vector<std::string> policy = {"allow",        "deny",       "mode",  "ls",
-                                           "log",          "serve",      "relay", "fence apply",
-                                           "fence remove", "fence check"};
+  static const std::vector<std::string> policy = {
+      "allow", "deny",  "mode",        "ls",           "log",
+      "serve", "relay", "fence apply", "fence remove", "fence check"};
   static const CommandTable table({
       .prefix = "ss net ",
       .help_command = "ss net",

@@ -3,8 +3,8 @@
 namespace ss {
 
 const CommandTable& VmCommands() {
-  const std::vector<std::string> lifecycle = {"start",  "stop",  "restart",   "status", "reset",
-                                              "delete", "clean", "provision", "setup"};
+  static const std::vector<std::string> lifecycle = {
+      "start", "stop", "restart", "status", "reset", "delete", "clean", "provision", "setup"};
   static const CommandTable table({
       .prefix = "ss vm ",
       .help_command = "ss vm",

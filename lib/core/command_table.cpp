@@ -5,6 +5,7 @@
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/positional_options.hpp>
 #include <boost/program_options/value_semantic.hpp>
+#include <iostream>
 #include <set>
 
 #include "error.hpp"
@@ -240,6 +241,11 @@ std::string CommandTable::Help() const {
     }
   }
   return out;
+}
+
+int CommandTable::ShowHelp(bool asked) const {
+  (asked ? std::cout : std::cerr) << Help();
+  return asked ? 0 : kExitUsage;
 }
 
 std::string CommandTable::CompleteOptions(const CommandSpec& command) const {

@@ -84,6 +84,8 @@ class CommandTable {
   ParsedLine Parse(const std::vector<std::string>& args) const;
 
   std::string Help() const;
+  // The help, asked for (stdout, 0) or as the answer to no command at all (stderr, 64).
+  int ShowHelp(bool asked) const;
 
   // Completion lines, "CANDIDATE<tab>WHAT IT IS": the commands for the command word(s) being
   // typed (`words`, the last one being completed, as `ss --complete` gives them), else the
