@@ -1,15 +1,20 @@
-# The far end of ss's remote unix-socket forwards (see lib/ssh/remote_socket.hpp for the design
+# The far end of ss's remote unix-socket forwards (see lib/ssh/remote_socket.cpp for the design
 # and the frame protocol). ss runs it over SSH, sending this text on stdin ahead of the frames:
 #
 #   python3 -I -S -c "$(cat socket-bridge-boot.py)" serve [--mkdir] PATH
 #
 # It listens on PATH (mode 0600; with --mkdir its directory is created 0700 and must be ours) and
-# carries every connection made there over its stdin and stdout to ss, which connects it on the
-# other side. Helpers of several SSH connections forwarding the same PATH share one listener:
-# the one holding the lock on PATH.lock listens (on PATH, and on PATH.ctl for the others), and
-# hands each accepted connection over (SCM_RIGHTS) to the helper of the SSH connection the client
-# process belongs to, else to the newest one. When its own SSH connection ends, the listening
-# helper keeps listening for the others and leaves when the last one has gone, removing PATH.
+# tells ss, over its stdout, of every connection made there. ss then opens an SSH channel of its
+# own for it (direct-streamlocal) to this helper's rendezvous socket, in a directory only this
+# user can enter, and sends the connection's id and secret token first; the helper pairs the two
+# and copies bytes between them, one thread per direction, blocking: no frames, no event loop and
+# no acknowledgements on the data path, whose flow control is the SSH channel's own window.
+#
+# Helpers of several SSH connections forwarding the same PATH share one listener: the one holding
+# the lock on PATH.lock listens (on PATH, and on PATH.ctl for the others), and hands each
+# accepted connection over (SCM_RIGHTS) to the helper of the SSH connection the client process
+# belongs to, else to the newest one. When its own SSH connection ends, the listening helper
+# keeps listening for the others and leaves when the last one has gone, removing PATH.
 #
 # The helpers talk over PATH.ctl in SEQPACKET messages, and only helpers of one protocol share a
 # listener (another ss build may run another helper):
@@ -18,21 +23,24 @@
 #   leader -> follower  "F" + a descriptor    a connection made on PATH, for the follower
 # A follower that has not joined with the leader's protocol is never handed a connection.
 import fcntl
+import hmac
 import os
 import selectors
+import shutil
 import socket
 import stat
 import struct
 import sys
+import tempfile
+import threading
 import time
 
 PROTOCOL = 2  # of the messages on PATH.ctl above: change it whenever they change
-HDR = struct.Struct(">BII")
-OPEN, DATA, EOF, CLOSE, ACK, READY, ERROR = b"ODFCARE"
-WINDOW = 256 * 1024  # bytes a side may send on one connection before the other acknowledges
-ACK_EVERY = WINDOW // 4  # acknowledge delivered bytes in batches of this much
+HDR = struct.Struct(">BII")  # the frames on stdin and stdout: type, connection id, length
+OPEN, CLOSE, READY, ERROR = b"OCRE"
+TOKEN = 16  # bytes of a connection's secret
+PAIR = struct.Struct(">I%ds" % TOKEN)  # what ss sends first on a connection's channel
 CHUNK = 64 * 1024
-OUT_HIGH = 1 << 20  # stop reading clients while this much waits for stdout
 R, W = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
@@ -57,19 +65,45 @@ class Fatal(Exception):
     pass
 
 
-class Client:
-    __slots__ = ("id", "sock", "outbuf", "inflight", "unacked", "rd_eof", "up_eof", "wr_shut", "mask")
+def copy(src, dst):
+    """Copies src to dst until src ends; False when either failed."""
+    try:
+        while True:
+            data = src.recv(CHUNK)
+            if not data:
+                dst.shutdown(socket.SHUT_WR)
+                return True
+            dst.sendall(data)
+    except OSError:
+        return False
 
-    def __init__(self, cid, sock):
-        self.id = cid
-        self.sock = sock
-        self.outbuf = bytearray()
-        self.inflight = 0
-        self.unacked = 0
-        self.rd_eof = False
-        self.up_eof = False
-        self.wr_shut = False
-        self.mask = 0
+
+class Pair:
+    """A client's connection and the SSH channel ss opened for it, copied both ways."""
+
+    def __init__(self, client, channel):
+        self.client = client
+        self.channel = channel
+        self.lock = threading.Lock()
+        self.running = 2
+
+    def run(self):
+        threading.Thread(target=self.direction, args=(self.client, self.channel), daemon=True).start()
+        self.direction(self.channel, self.client)
+
+    def direction(self, src, dst):
+        if not copy(src, dst):
+            for s in (self.client, self.channel):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)  # wakes the other direction
+                except OSError:
+                    pass
+        with self.lock:
+            self.running -= 1
+            last = self.running == 0
+        if last:
+            self.client.close()
+            self.channel.close()
 
 
 class Follower:
@@ -87,12 +121,11 @@ class Bridge:
         self.path = path
         self.mkdir = mkdir
         self.sel = selectors.DefaultSelector()
-        self.clients = {}
+        self.pending = {}  # connection id -> (client socket, token): waiting for ss's channel
+        self.lock = threading.Lock()  # guards pending against the pairing threads
         self.next_id = 1
-        self.out = []
-        self.out_size = 0
+        self.out = bytearray()
         self.out_registered = False
-        self.paused = False
         self.inbuf = bytearray()
         self.up_alive = True
         self.session = session_of(os.getpid())
@@ -104,34 +137,25 @@ class Bridge:
         self.leader = None  # follower: the control connection to the leader
         self.retry_at = None
         self.inodes = {}
+        self.rdv_dir = None
+        self.rdv = None  # the rendezvous listener ss's channels connect to
 
     # ---- upstream (stdin/stdout to ss) ----
 
-    def frame(self, kind, cid, payload=b"", length=None):
-        self.out.append(HDR.pack(kind, cid, len(payload) if length is None else length))
-        self.out_size += HDR.size
-        if payload:
-            self.out.append(payload)
-            self.out_size += len(payload)
+    def frame(self, kind, cid, payload=b""):
+        self.out += HDR.pack(kind, cid, len(payload))
+        self.out += payload
 
     def flush(self):
         while self.out and self.up_alive:
             try:
-                n = os.writev(1, self.out[:64])
+                n = os.write(1, self.out)
             except BlockingIOError:
                 break
             except OSError:
                 self.upstream_gone()
                 return
-            self.out_size -= n
-            while n:
-                head = self.out[0]
-                if n >= len(head):
-                    n -= len(head)
-                    self.out.pop(0)
-                else:
-                    self.out[0] = memoryview(head)[n:]
-                    n = 0
+            del self.out[:n]
         want = bool(self.out) and self.up_alive
         if want != self.out_registered:
             if want:
@@ -139,14 +163,10 @@ class Bridge:
             else:
                 self.sel.unregister(1)
             self.out_registered = want
-        if self.paused and self.out_size < OUT_HIGH // 2:
-            self.paused = False
-            for c in list(self.clients.values()):
-                self.refresh(c)
 
     def read_upstream(self):
         try:
-            data = os.read(0, 256 * 1024)
+            data = os.read(0, CHUNK)
         except BlockingIOError:
             return
         except OSError:
@@ -159,129 +179,99 @@ class Bridge:
         pos = 0
         while len(buf) - pos >= HDR.size:
             kind, cid, length = HDR.unpack_from(buf, pos)
-            size = 0 if kind == ACK else length
-            if len(buf) - pos - HDR.size < size:
+            if len(buf) - pos - HDR.size < length:
                 break
-            start = pos + HDR.size
-            pos = start + size
-            c = self.clients.get(cid)
-            if c is None:
-                continue  # already gone: ids are never reused
-            if kind == DATA:
-                c.outbuf += buf[start:pos]
-                self.send_client(c)
-            elif kind == ACK:
-                c.inflight -= length
-                self.refresh(c)
-            elif kind == EOF:
-                c.up_eof = True
-                self.send_client(c)
-            elif kind == CLOSE:
-                self.drop(c, tell=False)
+            pos += HDR.size + length
+            if kind == CLOSE:  # ss could not reach a target for it
+                with self.lock:
+                    entry = self.pending.pop(cid, None)
+                if entry is not None:
+                    entry[0].close()
         del buf[:pos]
 
     def upstream_gone(self):
         if not self.up_alive:
             return
         self.up_alive = False
-        for c in list(self.clients.values()):
-            self.drop(c, tell=False)
+        with self.lock:
+            entries = list(self.pending.values())
+            self.pending.clear()
+        for sock, _ in entries:
+            sock.close()
         self.sel.unregister(0)
         if self.out_registered:
             self.sel.unregister(1)
             self.out_registered = False
-        self.out = []
-        self.out_size = 0
+        self.out = bytearray()
+        self.close_rendezvous()
 
-    # ---- clients (connections made on PATH) ----
+    # ---- clients (connections made on PATH) and their channels ----
+
+    def listen_rendezvous(self):
+        self.rdv_dir = tempfile.mkdtemp(prefix="ss-bridge-")  # mode 0700, a fresh name
+        path = os.path.join(self.rdv_dir, "s")
+        self.rdv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.rdv.bind(path)
+        self.rdv.listen(512)
+        self.rdv.setblocking(False)
+        self.sel.register(self.rdv, R, "rendezvous")
+        return path
+
+    def close_rendezvous(self):
+        if self.rdv is not None:
+            self.sel.unregister(self.rdv)
+            self.rdv.close()
+            self.rdv = None
+        if self.rdv_dir is not None:
+            shutil.rmtree(self.rdv_dir, ignore_errors=True)
+            self.rdv_dir = None
 
     def adopt(self, sock):
         if not self.up_alive:
             sock.close()
             return
-        sock.setblocking(False)
-        c = Client(self.next_id, sock)
-        self.next_id += 1
-        self.clients[c.id] = c
-        self.frame(OPEN, c.id)
-        self.refresh(c)
+        token = os.urandom(TOKEN)
+        with self.lock:
+            cid = self.next_id
+            self.next_id += 1
+            self.pending[cid] = (sock, token)
+        self.frame(OPEN, cid, token)
 
-    def refresh(self, c):
-        if c.id not in self.clients:
-            return
-        mask = 0
-        if not c.rd_eof and c.inflight < WINDOW and self.up_alive:
-            if self.out_size < OUT_HIGH:
-                mask |= R
-            else:
-                self.paused = True
-        if c.outbuf:
-            mask |= W
-        if mask == c.mask:
-            return
-        if c.mask == 0:
-            self.sel.register(c.sock, mask, c)
-        elif mask == 0:
-            self.sel.unregister(c.sock)
-        else:
-            self.sel.modify(c.sock, mask, c)
-        c.mask = mask
-
-    def read_client(self, c):
-        try:
-            data = c.sock.recv(min(CHUNK, WINDOW - c.inflight))
-        except BlockingIOError:
-            return
-        except OSError:
-            self.drop(c, tell=True)
-            return
-        if not data:
-            c.rd_eof = True
-            self.frame(EOF, c.id)
-            self.refresh(c)
-            self.maybe_done(c)
-            return
-        c.inflight += len(data)
-        self.frame(DATA, c.id, data)
-        self.refresh(c)
-
-    def send_client(self, c):
-        sent = 0
-        while c.outbuf:
+    def accept_channels(self):
+        for _ in range(64):
             try:
-                n = c.sock.send(c.outbuf)
-            except BlockingIOError:
-                break
+                sock, _ = self.rdv.accept()
             except OSError:
-                self.drop(c, tell=True)
                 return
-            del c.outbuf[:n]
-            sent += n
-        c.unacked += sent
-        if c.unacked >= ACK_EVERY:
-            self.frame(ACK, c.id, length=c.unacked)
-            c.unacked = 0
-        if not c.outbuf and c.up_eof and not c.wr_shut:
-            c.wr_shut = True
-            try:
-                c.sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-        self.refresh(c)
-        self.maybe_done(c)
+            threading.Thread(target=self.pair, args=(sock,), daemon=True).start()
 
-    def maybe_done(self, c):
-        if c.rd_eof and c.wr_shut:
-            self.drop(c, tell=False)
-
-    def drop(self, c, tell):
-        if self.clients.pop(c.id, None) is None:
+    def pair(self, channel):
+        """A channel from ss: its first bytes name the connection it carries; then copy."""
+        try:
+            channel.settimeout(10)
+            head = b""
+            while len(head) < PAIR.size:
+                more = channel.recv(PAIR.size - len(head))
+                if not more:
+                    raise OSError("closed")
+                head += more
+            channel.settimeout(None)
+        except OSError:
+            channel.close()
             return
-        if c.mask:
-            self.sel.unregister(c.sock)
-        c.sock.close()
-        if tell and self.up_alive:
-            self.frame(CLOSE, c.id)
+        cid, token = PAIR.unpack(head)
+        with self.lock:
+            entry = self.pending.get(cid)
+            if entry is None or not hmac.compare_digest(entry[1], token):
+                entry = None
+            else:
+                del self.pending[cid]
+        if entry is None:
+            channel.close()
+            return
+        client = entry[0]
+        client.setblocking(True)
+        Pair(client, channel).run()
 
     # ---- sharing PATH between helpers ----
 
@@ -515,6 +505,7 @@ class Bridge:
             self.retry_at = time.monotonic() + 0.02
 
     def cleanup(self):
+        self.close_rendezvous()
         for s in (self.listener, self.ctl):
             if s is not None:
                 self.sel.unregister(s)
@@ -547,7 +538,8 @@ class Bridge:
         self.prepare_dir()
         self.open_lock()
         role = self.attach(time.monotonic() + 10)
-        self.frame(READY, 0, role.encode())
+        rendezvous = self.listen_rendezvous()
+        self.frame(READY, 0, ("%s %s" % (role, rendezvous)).encode())
         self.flush()
         while not self.done():
             timeout = None
@@ -555,19 +547,14 @@ class Bridge:
                 timeout = max(0.0, self.retry_at - time.monotonic())
             for key, mask in self.sel.select(timeout):
                 what = key.data
-                if isinstance(what, Client):
-                    if what.id not in self.clients:
-                        continue
-                    if mask & W:
-                        self.send_client(what)
-                    if mask & R and what.id in self.clients:
-                        self.read_client(what)
-                elif what == "in":
+                if what == "in":
                     self.read_upstream()
                 elif what == "out":
                     pass  # flushed below
                 elif what == "accept":
                     self.accept_clients()
+                elif what == "rendezvous":
+                    self.accept_channels()
                 elif what == "ctl-accept":
                     self.accept_follower()
                 elif what == "follower":
@@ -592,11 +579,11 @@ def main(argv):
     try:
         bridge.run()
     except Fatal as e:
-        bridge.out = []
-        bridge.out_size = 0
+        bridge.close_rendezvous()
+        bridge.out = bytearray()
         bridge.frame(ERROR, 0, str(e).encode())
         os.set_blocking(1, True)
-        os.write(1, b"".join(bytes(x) for x in bridge.out))
+        os.write(1, bridge.out)
         return 1
     return 0
 

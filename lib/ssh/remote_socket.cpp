@@ -1,9 +1,9 @@
 // Remote unix-socket forwards over libssh.
 //
-// Why a helper multiplexing over one exec channel. OpenSSH does `ssh -R remote.sock:target` with
-// the global request streamlocal-forward@openssh.com; libssh 0.10 neither sends it nor exposes a
-// way to (ssh_global_request is internal to the library, and a patched static libssh would leave
-// the distribution's package behind). The workable designs were:
+// Why a helper on the other side. OpenSSH does `ssh -R remote.sock:target` with the global
+// request streamlocal-forward@openssh.com; libssh 0.10 neither sends it nor exposes a way to
+// (ssh_global_request is internal to the library, and a patched static libssh would leave the
+// distribution's package behind). The workable designs were:
 //   A. a remote TCP forward to a loopback port plus a socat listener on the socket: simple, but
 //      the loopback port is a listener every user of the remote machine can reach, and the
 //      socket's 0600 mode would protect nothing;
@@ -11,28 +11,35 @@
 //      a time, a gap between connections, and a channel open per connection;
 //   D. spawning OpenSSH's ssh: a second connection, a second client, and the host key and
 //      identity handling done twice;
-//   C. a small helper on the remote side that listens on the socket itself and carries every
-//      connection over its stdin and stdout (this file and shell/socket-bridge.py).
+//   C. a small helper on the remote side that listens on the socket itself and tells ss of each
+//      connection over an exec channel (this file and shell/socket-bridge.py).
 // C is the one that leaves no listener other users could reach: the socket is created 0600 in
 // the directory the caller names (0700 for the browser bridge), by the remote user, and nothing
-// else listens. It handles any number of concurrent connections on one channel, with flow
-// control per connection, so one slow reader never stalls the others. The helper is Python 3
-// (present wherever cloud-init runs, which every sandbox image needs), sent over the channel
-// itself, so nothing is installed on the remote side and it always matches this build. Several
-// SSH connections forwarding the same path share one listener; the helper's header says how.
+// else listens but the helper's rendezvous socket, in a directory of its own with mode 0700.
+// The helper is Python 3 (present wherever cloud-init runs, which every sandbox image needs),
+// sent over the channel itself, so nothing is installed on the remote side and it always matches
+// this build. Several SSH connections forwarding the same path share one listener; the helper's
+// header says how.
 //
-// Protocol, on the channel (ss → helper on stdin, helper → ss on stdout): first the helper's
+// The data path. The helper once multiplexed every connection over its stdin and stdout, with
+// frames, windows and acknowledgements: every byte went through its event loop and through ss's
+// parser, which cost a third more time per round trip than OpenSSH and half its throughput. Now
+// each connection has an SSH channel of its own, as OpenSSH's forwards do: when a client
+// connects, the helper says so with a secret token; ss connects to the target and opens a
+// direct-streamlocal channel to the helper's rendezvous socket, whose first bytes are the
+// connection's id and token; the helper checks them and copies bytes between the client and the
+// channel, a blocking thread per direction. Flow control is the channel's window, ends are the
+// channel's EOF and close, and ss's side of it is the same code as a local forward's.
+//
+// Protocol, on the exec channel (ss → helper on stdin, helper → ss on stdout): first the helper's
 // source, as 8 hex digits of length and the text; then frames of a 9-byte header, type (1 byte),
 // connection id (4 bytes, big-endian), length (4 bytes), and `length` bytes of payload:
-//   R  helper: listening (payload "leader" or "follower")      E  helper: failed (payload: why)
-//   O  helper: a client connected as id (ids are never reused)
-//   D  either: bytes for id                                      F  either: end of input for id
-//   C  either: id failed, drop it (no reply)
-//   A  either: `length` bytes of id were delivered (no payload), sent once a quarter of the
-//      window has been delivered (not per frame: small exchanges carry no acknowledgements);
-//      each side may have at most kWindow unacknowledged bytes in flight per connection.
-// A side forgets an id once both directions have ended (or on C); frames for unknown ids are
-// ignored.
+//   R  helper: listening; payload "leader RENDEZVOUS" or "follower RENDEZVOUS", the path of its
+//      rendezvous socket
+//   E  helper: failed (payload: why)
+//   O  helper: a client connected as id (ids are never reused); payload its 16-byte token
+//   C  ss: no target took id (or its channel failed): the helper closes the client
+// Each connection's channel then starts with the id (4 bytes, big-endian) and the token.
 #include "remote_socket.hpp"
 
 #include <netinet/in.h>
@@ -43,7 +50,6 @@
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
-#include <asio/post.hpp>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -63,10 +69,7 @@ using ssh_detail::Ready;
 namespace {
 
 constexpr size_t kHeader = 9;
-constexpr uint32_t kWindow = 256 * 1024;     // as WINDOW in the helper
-constexpr uint32_t kAckEvery = kWindow / 4;  // as ACK_EVERY in the helper
-constexpr size_t kChunk = 64 * 1024;
-constexpr size_t kOutHigh = 1 << 20;  // stop reading targets while this much waits for the channel
+constexpr size_t kToken = 16;  // as TOKEN in the helper
 constexpr size_t kErrCap = 4096;
 
 void PutU32(std::string& out, uint32_t v) {
@@ -81,61 +84,65 @@ uint32_t GetU32(const char* p) {
   return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
 }
 
-// Frames for the helper, in order; the channel reads them as far as its window allows.
-class FrameSource : public ssh_detail::Source {
+// Bytes for the helper's stdin, in order.
+class QueueSource : public ssh_detail::Source {
  public:
-  void Push(char type, uint32_t id, std::string_view payload, uint32_t length) {
-    buf_ += type;
-    PutU32(buf_, id);
-    PutU32(buf_, length);
-    buf_.append(payload);
-    if (pending() >= kOutHigh) high_ = true;
-    Notify();
-  }
-  void PushRaw(std::string_view bytes) {
+  void Push(std::string_view bytes) {
     buf_.append(bytes);
-    Notify();
+    if (!waiting_) return;
+    Ready ready = std::move(waiting_);
+    waiting_ = nullptr;
+    ready();
   }
-  size_t pending() const { return buf_.size() - pos_; }
-  bool high() const { return high_; }
   long Read(char* out, size_t n) override {
-    size_t take = std::min(n, pending());
+    size_t take = std::min(n, buf_.size() - pos_);
     if (take == 0) return kWouldBlock;
     std::memcpy(out, buf_.data() + pos_, take);
     pos_ += take;
     if (pos_ == buf_.size()) {
       buf_.clear();
       pos_ = 0;
-    } else if (pos_ > (1 << 20)) {
-      buf_.erase(0, pos_);
-      pos_ = 0;
-    }
-    if (high_ && pending() < kOutHigh / 2) {
-      high_ = false;
-      if (on_drain) on_drain();
     }
     return static_cast<long>(take);
   }
   void WaitReadable(Ready ready) override {
-    if (pending() > 0) {
+    if (pos_ < buf_.size()) {
       ready();
       return;
     }
     waiting_ = std::move(ready);
   }
-  std::function<void()> on_drain;
 
  private:
-  void Notify() {
-    if (!waiting_) return;
-    Ready ready = std::move(waiting_);
-    waiting_ = nullptr;
-    ready();
-  }
   std::string buf_;
   size_t pos_ = 0;
-  bool high_ = false;
   Ready waiting_;
+};
+
+// A connection's channel input: its id and token, then what the target sends.
+class PrefixSource : public ssh_detail::Source {
+ public:
+  PrefixSource(std::string prefix, std::shared_ptr<ssh_detail::Source> rest)
+      : prefix_(std::move(prefix)), rest_(std::move(rest)) {}
+  long Read(char* out, size_t n) override {
+    if (pos_ == prefix_.size()) return rest_->Read(out, n);
+    size_t take = std::min(n, prefix_.size() - pos_);
+    std::memcpy(out, prefix_.data() + pos_, take);
+    pos_ += take;
+    return static_cast<long>(take);
+  }
+  void WaitReadable(Ready ready) override {
+    if (pos_ < prefix_.size()) {
+      ready();
+      return;
+    }
+    rest_->WaitReadable(std::move(ready));
+  }
+
+ private:
+  std::string prefix_;
+  size_t pos_ = 0;
+  std::shared_ptr<ssh_detail::Source> rest_;
 };
 
 class CappedSink : public ssh_detail::Sink {
@@ -153,25 +160,17 @@ using GenericSocket = asio::generic::stream_protocol::socket;
 }  // namespace
 
 struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
-  struct Conn {
+  // A client connection the helper announced, while ss finds its target.
+  struct Pending {
     uint32_t id = 0;
+    std::string token;
     GenericSocket sock;
     std::vector<SocketAddress> candidates;
     size_t next = 0;
-    bool connected = false;
-    std::string to_target;  // from the helper, not yet written
-    bool write_waiting = false;
-    bool helper_eof = false;
-    bool shut = false;  // our write side is shut down (after helper_eof)
-    bool target_eof = false;
-    bool read_waiting = false;
-    bool paused = false;
-    uint32_t inflight = 0;  // sent to the helper, not acknowledged
-    uint32_t unacked = 0;   // delivered to the target, not yet acknowledged to the helper
-    explicit Conn(asio::io_context& io) : sock(io) {}
+    explicit Pending(asio::io_context& io) : sock(io) {}
   };
 
-  // The helper's end of the channel: parses its frames.
+  // The helper's stdout: parses its frames.
   class FrameSink : public ssh_detail::Sink {
    public:
     explicit FrameSink(std::weak_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -186,7 +185,7 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
   };
 
   Impl(SshConnection& conn, std::string path, TargetList targets)
-      : io(conn.io_context()), path(std::move(path)), targets(std::move(targets)) {}
+      : conn(conn), io(conn.io_context()), path(std::move(path)), targets(std::move(targets)) {}
 
   void OnBytes(const char* data, size_t n) {
     inbuf.append(data, n);
@@ -195,59 +194,43 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
       char type = inbuf[pos];
       uint32_t id = GetU32(inbuf.data() + pos + 1);
       uint32_t length = GetU32(inbuf.data() + pos + 5);
-      size_t size = type == 'A' ? 0 : length;
-      if (inbuf.size() - pos - kHeader < size) break;
-      std::string_view payload(inbuf.data() + pos + kHeader, size);
-      pos += kHeader + size;
-      Dispatch(type, id, payload, length);
+      if (inbuf.size() - pos - kHeader < length) break;
+      std::string_view payload(inbuf.data() + pos + kHeader, length);
+      pos += kHeader + length;
+      Dispatch(type, id, payload);
     }
     inbuf.erase(0, pos);
   }
 
-  void Dispatch(char type, uint32_t id, std::string_view payload, uint32_t length) {
+  void Dispatch(char type, uint32_t id, std::string_view payload) {
     if (type == 'R') {
+      size_t space = payload.find(' ');
+      std::string_view role = payload.substr(0, space);
+      std::string_view where = space == std::string_view::npos ? "" : payload.substr(space + 1);
+      if (where.empty() || where[0] != '/' || where.size() >= sizeof(sockaddr_un::sun_path) ||
+          where.find('\0') != std::string_view::npos) {
+        helper_error = "the forwarding helper named no usable rendezvous socket";
+        return;
+      }
+      rendezvous = std::string(where);
+      shared = role == "follower";
       ready = true;
-      shared = payload == "follower";
-      return;
-    }
-    if (type == 'E') {
+    } else if (type == 'E') {
       helper_error = std::string(payload);
-      return;
-    }
-    if (type == 'O') {
-      Open(id);
-      return;
-    }
-    auto it = conns.find(id);
-    if (it == conns.end()) return;
-    std::shared_ptr<Conn> c = it->second;
-    switch (type) {
-      case 'D':
-        c->to_target.append(payload);
-        Write(c);
-        break;
-      case 'F':
-        c->helper_eof = true;
-        Write(c);
-        break;
-      case 'C':
-        Drop(c, false);
-        break;
-      case 'A':
-        c->inflight -= std::min(c->inflight, length);
-        ArmRead(c);
-        break;
-      default:
-        break;
+    } else if (type == 'O' && ready && payload.size() == kToken) {
+      Open(id, std::string(payload));
     }
   }
 
-  void Send(char type, uint32_t id, std::string_view payload = {}, uint32_t length = 0) {
+  void Refuse(uint32_t id) {
     if (ended) return;
-    source->Push(type, id, payload, type == 'A' ? length : static_cast<uint32_t>(payload.size()));
+    std::string frame(1, 'C');
+    PutU32(frame, id);
+    PutU32(frame, 0);
+    source->Push(frame);
   }
 
-  void Open(uint32_t id) {
+  void Open(uint32_t id, std::string token) {
     ++total;
     std::vector<SocketAddress> candidates;
     try {
@@ -256,19 +239,19 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
       Debug(Cat("forward of ", path, ": ", e.what()));
     }
     if (candidates.empty()) {
-      Send('C', id);
+      Refuse(id);
       return;
     }
-    auto c = std::make_shared<Conn>(io);
-    c->id = id;
-    c->candidates = std::move(candidates);
-    conns[id] = c;
-    Connect(c);
+    auto p = std::make_shared<Pending>(io);
+    p->id = id;
+    p->token = std::move(token);
+    p->candidates = std::move(candidates);
+    Connect(p);
   }
 
-  void Connect(const std::shared_ptr<Conn>& c) {
-    while (c->next < c->candidates.size()) {
-      const SocketAddress& target = c->candidates[c->next++];
+  void Connect(const std::shared_ptr<Pending>& p) {
+    while (p->next < p->candidates.size()) {
+      const SocketAddress& target = p->candidates[p->next++];
       asio::generic::stream_protocol::endpoint ep;
       if (!target.socket_path.empty()) {
         if (target.socket_path.size() >= sizeof(sockaddr_un::sun_path)) continue;
@@ -281,146 +264,56 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
         ep = asio::ip::tcp::endpoint(address, static_cast<uint16_t>(target.port));
       }
       asio::error_code ignored;
-      c->sock.close(ignored);
+      p->sock.close(ignored);
       std::weak_ptr<Impl> weak = weak_from_this();
-      c->sock.async_connect(
-          ep, [weak, c, tcp = target.socket_path.empty()](const asio::error_code& ec) {
+      p->sock.async_connect(
+          ep, [weak, p, tcp = target.socket_path.empty()](const asio::error_code& ec) {
             auto self = weak.lock();
-            if (!self || ec == asio::error::operation_aborted || !self->conns.count(c->id)) return;
+            if (!self || self->ended || ec == asio::error::operation_aborted) return;
             if (ec) {
               Debug(Cat("forward of ", self->path, ": ", ec.message()));
-              self->Connect(c);
+              self->Connect(p);
               return;
             }
-            c->connected = true;
-            asio::error_code ignored;
-            c->sock.non_blocking(true, ignored);
             if (tcp) {
               int one = 1;
-              ::setsockopt(c->sock.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+              ::setsockopt(p->sock.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             }
-            self->Write(c);
-            self->ArmRead(c);
+            self->Carry(*p);
           });
       return;
     }
-    Drop(c, true);  // no target accepted it
+    Refuse(p->id);  // no target accepted it
   }
 
-  void Write(const std::shared_ptr<Conn>& c) {
-    if (!c->connected || c->write_waiting) return;
-    size_t done = 0;
-    while (done < c->to_target.size()) {
-      asio::error_code ec;
-      size_t n = c->sock.write_some(
-          asio::buffer(c->to_target.data() + done, c->to_target.size() - done), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
-      if (ec) {
-        Drop(c, true);
-        return;
-      }
-      done += n;
-    }
-    if (done > 0) {
-      c->to_target.erase(0, done);
-      c->unacked += static_cast<uint32_t>(done);
-      if (c->unacked >= kAckEvery) {
-        Send('A', c->id, {}, c->unacked);
-        c->unacked = 0;
-      }
-    }
-    if (!c->to_target.empty()) {
-      c->write_waiting = true;
-      std::weak_ptr<Impl> weak = weak_from_this();
-      c->sock.async_wait(GenericSocket::wait_write, [weak, c](const asio::error_code& ec) {
-        auto self = weak.lock();
-        if (!self || ec == asio::error::operation_aborted || !self->conns.count(c->id)) return;
-        c->write_waiting = false;
-        self->Write(c);
-      });
-      return;
-    }
-    if (c->helper_eof && !c->shut) {
-      c->shut = true;
-      asio::error_code ignored;
-      c->sock.shutdown(GenericSocket::shutdown_send, ignored);
-      MaybeDone(c);
-    }
-  }
-
-  void ArmRead(const std::shared_ptr<Conn>& c) {
-    if (!c->connected || c->target_eof || c->read_waiting || c->inflight >= kWindow) return;
-    if (source->high()) {
-      if (!c->paused) {
-        c->paused = true;
-        paused.push_back(c);
-      }
-      return;
-    }
-    c->read_waiting = true;
+  // The target took the connection: a channel of its own to the helper carries it.
+  void Carry(Pending& p) {
+    auto target = std::make_shared<ssh_detail::GenericIo>(std::move(p.sock));
+    std::string head;
+    PutU32(head, p.id);
+    head += p.token;
+    uint32_t id = p.id;
     std::weak_ptr<Impl> weak = weak_from_this();
-    c->sock.async_wait(GenericSocket::wait_read, [weak, c](const asio::error_code& ec) {
-      auto self = weak.lock();
-      if (!self || ec == asio::error::operation_aborted || !self->conns.count(c->id)) return;
-      c->read_waiting = false;
-      self->Read(c);
-    });
-  }
-
-  void Read(const std::shared_ptr<Conn>& c) {
-    size_t want = std::min<size_t>(kChunk, kWindow - c->inflight);
-    if (scratch.size() < kChunk) scratch.resize(kChunk);
-    asio::error_code ec;
-    size_t n = c->sock.read_some(asio::buffer(scratch.data(), want), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      ArmRead(c);
-      return;
-    }
-    if (ec == asio::error::eof) {
-      c->target_eof = true;
-      Send('F', c->id);
-      MaybeDone(c);
-      return;
-    }
-    if (ec) {
-      Drop(c, true);
-      return;
-    }
-    c->inflight += static_cast<uint32_t>(n);
-    Send('D', c->id, std::string_view(scratch.data(), n));
-    ArmRead(c);
-  }
-
-  void Resume() {
-    auto list = std::move(paused);
-    paused.clear();
-    for (auto& weak : list) {
-      if (auto c = weak.lock()) {
-        c->paused = false;
-        if (conns.count(c->id)) ArmRead(c);
-      }
-    }
-  }
-
-  void MaybeDone(const std::shared_ptr<Conn>& c) {
-    if (c->target_eof && c->shut) Drop(c, false);
-  }
-
-  void Drop(const std::shared_ptr<Conn>& c, bool tell) {
-    if (conns.erase(c->id) == 0) return;
-    asio::error_code ignored;
-    c->sock.close(ignored);
-    c->to_target.clear();
-    c->to_target.shrink_to_fit();
-    if (tell) Send('C', c->id);
+    channels[id] =
+        conn.OpenUnixIo(rendezvous, std::make_shared<PrefixSource>(std::move(head), target), target,
+                        [weak, id](const std::string& error) {
+                          auto self = weak.lock();
+                          if (!self) return;
+                          self->channels.erase(id);
+                          if (!error.empty()) {
+                            Debug(Cat("forward of ", self->path, ": ", error));
+                            self->Refuse(id);
+                          }
+                        });
   }
 
   void End(const std::string& why) {
     if (ended) return;
     ended = true;
     end_reason = why;
-    auto all = conns;
-    for (auto& [id, c] : all) Drop(c, false);
+    auto all = std::move(channels);
+    channels.clear();
+    for (auto& [id, channel] : all) channel.Close();
     if (ready && on_end) {
       auto call = std::move(on_end);
       on_end = nullptr;
@@ -428,16 +321,16 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
     }
   }
 
+  SshConnection& conn;
   asio::io_context& io;
   std::string path;
   TargetList targets;
-  std::shared_ptr<FrameSource> source;
+  std::shared_ptr<QueueSource> source;
   std::shared_ptr<CappedSink> err;
   SshChannel channel;
   std::string inbuf;
-  std::vector<char> scratch;
-  std::map<uint32_t, std::shared_ptr<Conn>> conns;
-  std::vector<std::weak_ptr<Conn>> paused;
+  std::string rendezvous;
+  std::map<uint32_t, SshChannel> channels;  // the connections carried now, by id
   bool ready = false;
   bool shared = false;
   bool ended = false;
@@ -460,20 +353,14 @@ std::unique_ptr<RemoteSocketForward> RemoteSocketForward::Start(SshConnection& c
                                                                 const RemoteSocketOptions& options,
                                                                 TargetList targets) {
   auto impl = std::make_shared<Impl>(conn, path, std::move(targets));
-  impl->source = std::make_shared<FrameSource>();
+  impl->source = std::make_shared<QueueSource>();
   impl->err = std::make_shared<CappedSink>();
   std::weak_ptr<Impl> weak = impl;
-  impl->source->on_drain = [weak] {
-    if (auto self = weak.lock())
-      asio::post(self->io, [weak] {
-        if (auto self = weak.lock()) self->Resume();
-      });
-  };
   std::string_view script = RequireResource("shell/socket-bridge.py");
   char length[9];
   std::snprintf(length, sizeof length, "%08zx", script.size());
-  impl->source->PushRaw(length);
-  impl->source->PushRaw(script);
+  impl->source->Push(length);
+  impl->source->Push(script);
 
   // The bootstrap reads the helper's text from stdin and runs it.
   std::vector<std::string> argv = {
@@ -524,8 +411,9 @@ std::unique_ptr<RemoteSocketForward> RemoteSocketForward::Start(SshConnection& c
 }
 
 const std::string& RemoteSocketForward::path() const { return impl_->path; }
+const std::string& RemoteSocketForward::rendezvous() const { return impl_->rendezvous; }
 bool RemoteSocketForward::shared() const { return impl_->shared; }
-size_t RemoteSocketForward::open_connections() const { return impl_->conns.size(); }
+size_t RemoteSocketForward::open_connections() const { return impl_->channels.size(); }
 uint64_t RemoteSocketForward::total_connections() const { return impl_->total; }
 bool RemoteSocketForward::ended() const { return impl_->ended; }
 

@@ -4,8 +4,8 @@
 //
 // libssh cannot ask sshd for such a listener (it has no streamlocal-forward@openssh.com), so a
 // small helper runs on the other side, in an exec channel of the connection: it listens on the
-// socket and multiplexes every connection over the channel's stdin and stdout. The reasons for
-// this design, and the frame protocol, are in remote_socket.cpp.
+// socket, and each connection made there is carried by an SSH channel of its own that ss opens to
+// the helper. The reasons for this design, and the protocol, are in remote_socket.cpp.
 #pragma once
 
 #include <functional>
@@ -42,6 +42,8 @@ class RemoteSocketForward {
   RemoteSocketForward& operator=(const RemoteSocketForward&) = delete;
 
   const std::string& path() const;
+  // The helper's rendezvous socket on the remote side, which each connection's channel reaches.
+  const std::string& rendezvous() const;
   // Whether another connection's helper holds the listener (this one joined it).
   bool shared() const;
   size_t open_connections() const;

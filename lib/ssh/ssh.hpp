@@ -199,6 +199,12 @@ class SshConnection {
   SshChannel ExecIo(const std::vector<std::string>& argv, std::shared_ptr<ssh_detail::Source> in,
                     std::shared_ptr<ssh_detail::Sink> out, std::shared_ptr<ssh_detail::Sink> err,
                     std::function<void(int status, std::string error)> done);
+  // For the same: a connection to the unix socket `remote_path` in the sandbox (direct-streamlocal)
+  // with host-side objects as its input and output, closed once both directions have ended, as a
+  // local forward's; `done` gets why it failed, or nothing.
+  SshChannel OpenUnixIo(const std::string& remote_path, std::shared_ptr<ssh_detail::Source> in,
+                        std::shared_ptr<ssh_detail::Sink> out,
+                        std::function<void(const std::string& error)> done);
 
   // Runs the loop (forwards, ExecAsync commands) until Stop(); throws ss::Error(255) when the
   // connection is lost.

@@ -135,6 +135,24 @@ void Forwards::StartLocal(const Local& local, std::shared_ptr<ssh_detail::Source
   mux.Start(std::move(spec));
 }
 
+SshChannel SshConnection::OpenUnixIo(const std::string& remote_path,
+                                     std::shared_ptr<ssh_detail::Source> in,
+                                     std::shared_ptr<ssh_detail::Sink> out,
+                                     std::function<void(const std::string&)> done) {
+  ChannelSpec spec;
+  spec.what = Cat("connection to ", remote_path);
+  spec.open = [remote_path](ssh_channel ch) {
+    return ssh_channel_open_forward_unix(ch, remote_path.c_str(), "127.0.0.1", 0);
+  };
+  spec.in = std::move(in);
+  spec.out = std::move(out);
+  spec.close_on_eof = true;
+  spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
+    done(end.lost ? lost : end.error);
+  };
+  return SshChannel(mux_->Start(std::move(spec)));
+}
+
 bool Forwards::OnChannelOpen(ssh_message msg) {
   // Called from inside libssh: nothing may be thrown through it.
   try {

@@ -109,6 +109,7 @@ void SocketIo<Protocol>::Finish() {
 
 template class SocketIo<asio::ip::tcp>;
 template class SocketIo<asio::local::stream_protocol>;
+template class SocketIo<asio::generic::stream_protocol>;
 
 FdIo::FdIo(asio::io_context& io, int fd) : io_(io), fd_(io) {
   int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);

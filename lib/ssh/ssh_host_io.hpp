@@ -5,6 +5,7 @@
 // can take them.
 #pragma once
 
+#include <asio/generic/stream_protocol.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
@@ -75,6 +76,7 @@ class SocketIo : public Source, public Sink {
 
 using TcpIo = SocketIo<asio::ip::tcp>;
 using UnixIo = SocketIo<asio::local::stream_protocol>;
+using GenericIo = SocketIo<asio::generic::stream_protocol>;  // either, connected elsewhere
 
 // One of our own descriptors (stdin, stdout, a terminal, a pipe, a file). Works on a duplicate,
 // made non-blocking (which the caller must undo on the original: see FdFlagsGuard). Files and

@@ -19,6 +19,7 @@
 
 #include "echo_peer.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "sshd_fixture.hpp"
 
@@ -170,6 +171,51 @@ TEST(RemoteSocket, TargetsAreTriedInOrderPerConnection) {
   EXPECT_NE(EchoRoundTrips(connect, 1, 1000), "");
   mode = 1;
   EXPECT_EQ(EchoRoundTrips(connect, 1, 1000), "");
+}
+
+// Reaches the helper's rendezvous socket and says `head`, then no more: "closed" when the helper
+// hangs up, "answered" when it sends anything or keeps the connection.
+std::string KnockWith(const std::string& rendezvous, const std::string& head) {
+  int fd = ConnectUnix(rendezvous);
+  if (fd < 0) return "cannot connect";
+  Fd guard(fd);
+  if (::send(fd, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
+    return "closed";
+  }
+  ::shutdown(fd, SHUT_WR);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET) ? "closed" : "answered";
+}
+
+TEST(RemoteSocket, OnlyItsOwnChannelCarriesAConnection) {
+  TestSshd sshd;
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("remote.sock");
+  SshConnection conn(sshd.endpoint());
+  std::unique_ptr<RemoteSocketForward> forward;
+  std::vector<std::string> knocks;
+  // Called when the helper has announced the client and waits for its channel: anyone else who
+  // reaches the rendezvous socket first, with the id and a wrong token or none, is hung up on.
+  forward = RemoteSocketForward::Start(conn, path, {}, [&] {
+    std::string id("\0\0\0\1", 4);
+    knocks.push_back(KnockWith(forward->rendezvous(), id + std::string(16, 'x')));
+    knocks.push_back(KnockWith(forward->rendezvous(), id));
+    knocks.push_back(KnockWith(forward->rendezvous(), ""));
+    return std::vector{Unix(echo.path())};
+  });
+  std::string dir = forward->rendezvous().substr(0, forward->rendezvous().rfind('/'));
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  {
+    LoopThread loop(conn);
+    EXPECT_EQ(EchoRoundTrips([&] { return ConnectUnix(path); }, 1, 1000), "");
+  }
+  EXPECT_EQ(knocks, (std::vector<std::string>{"closed", "closed", "closed"}));
+  forward.reset();
+  LoopThread loop(conn);  // the helper sees its input end and removes its rendezvous
+  EXPECT_TRUE(WaitGone(dir));
 }
 
 TEST(RemoteSocket, TwoConnectionsShareOneListener) {
