@@ -11,7 +11,6 @@
 #include <cstring>
 #include <thread>
 
-#include "backend_qemu.hpp"
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
@@ -21,6 +20,7 @@
 #include "packages.hpp"
 #include "paths.hpp"
 #include "process.hpp"
+#include "qemu_machine.hpp"
 #include "qmp.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"

@@ -16,6 +16,7 @@
 #include "fs.hpp"
 #include "host.hpp"
 #include "process.hpp"
+#include "qemu_machine.hpp"
 #include "qemu_supervisor.hpp"
 #include "strings.hpp"
 
