@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "host.hpp"
 #include "idmap_view.hpp"
@@ -63,24 +64,16 @@ std::optional<std::string> IsoTool() {
 // The machine's lock, held while this object lives (none when someone else holds it).
 class MachineLock {
  public:
-  explicit MachineLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw Error(kExitIoErr, Cat("cannot open ", path, ": ", std::strerror(errno)));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
+  explicit MachineLock(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (!fd_.ok()) throw Error(kExitIoErr, Cat("cannot open ", path, ": ", std::strerror(errno)));
+    if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) fd_.Close();
   }
-  ~MachineLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  MachineLock(const MachineLock&) = delete;
-  MachineLock& operator=(const MachineLock&) = delete;
-  bool held() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  bool held() const { return fd_.ok(); }
+  int fd() const { return fd_.get(); }
 
  private:
-  int fd_ = -1;
+  Fd fd_;
 };
 
 Json ReadMachine(const QemuPaths& paths) {

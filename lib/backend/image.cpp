@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "digest.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "host.hpp"
 #include "http.hpp"
@@ -311,14 +312,12 @@ class Builder {
   // error, so it is ignored.
   void Log(const ProcessResult& r) {
     std::string text = r.out + r.err;
-    int fd = ::open(log_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    for (std::string_view rest = text; !rest.empty();) {
-      ssize_t n = ::write(fd, rest.data(), rest.size());
-      if (n <= 0) break;
-      rest.remove_prefix(static_cast<size_t>(n));
+    Fd fd(::open(log_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.ok()) return;
+    try {
+      WriteAll(fd.get(), text, log_);
+    } catch (const Error&) {
     }
-    ::close(fd);
   }
 
   // A step that failed because the disk filled up says so, whatever the tool printed.
@@ -573,13 +572,12 @@ class Builder {
     // filesystem to its overlay's size on boot.
     int64_t raw_size = (size_bytes_ * 14 / 10 + kGiB / 2 + kGiB - 1) / kGiB * kGiB;
     std::string raw = dir_ + "/base.raw";
-    int fd = ::open(raw.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || ::ftruncate(fd, raw_size) != 0) {
-      int err = errno;
-      if (fd >= 0) ::close(fd);
-      throw Error(kExitIoErr, Cat("cannot create ", raw, ": ", std::strerror(err)));
+    {
+      Fd fd(::open(raw.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      if (!fd.ok() || ::ftruncate(fd.get(), raw_size) != 0) {
+        throw Error(kExitIoErr, Cat("cannot create ", raw, ": ", std::strerror(errno)));
+      }
     }
-    ::close(fd);
     Check(ss::Run({"mkfs.ext4", "-q", "-F", "-L", "rootfs", "-d", root_, raw},
                   Options(std::chrono::minutes(10))),
           "making the VM disk (mkfs.ext4)");

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -47,16 +48,9 @@ std::string DigestFd(int fd, int64_t offset, int64_t length, const EVP_MD* md,
 }
 
 std::string DigestFile(const std::string& path, const EVP_MD* md) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(errno)));
-  try {
-    std::string out = DigestFd(fd, 0, -1, md, Cat("'", path, "'"));
-    ::close(fd);
-    return out;
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot read '", path, "': ", std::strerror(errno)));
+  return DigestFd(fd.get(), 0, -1, md, Cat("'", path, "'"));
 }
 
 std::string Hex(const std::string& bytes) {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -39,25 +40,22 @@ void WriteAll(int fd, std::string_view data, const std::string& path) {
 }
 
 std::optional<std::string> ReadFileIfExists(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) {
     if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
     IoError("read", path, errno);
   }
   std::string out;
   char buf[65536];
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      IoError("read", path, err);
+      IoError("read", path, errno);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
   return out;
 }
 
@@ -97,28 +95,24 @@ std::string Basename(const std::string& path) {
 void AtomicWrite(const std::string& path, std::string_view data, mode_t mode) {
   std::string dir = Dirname(path);
   std::string tmpl = Cat(dir, "/.", Basename(path), ".tmp.XXXXXX");
-  int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-  if (fd < 0) IoError("create a file in", dir, errno);
+  Fd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  if (!fd.ok()) IoError("create a file in", dir, errno);
   try {
-    WriteAll(fd, data, tmpl);
-    if (::fchmod(fd, mode) != 0) IoError("chmod", tmpl, errno);
-    if (::fsync(fd) != 0) IoError("sync", tmpl, errno);
+    WriteAll(fd.get(), data, tmpl);
+    if (::fchmod(fd.get(), mode) != 0) IoError("chmod", tmpl, errno);
+    if (::fsync(fd.get()) != 0) IoError("sync", tmpl, errno);
   } catch (...) {
-    ::close(fd);
     ::unlink(tmpl.c_str());
     throw;
   }
-  ::close(fd);
+  fd.Close();
   if (::rename(tmpl.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmpl.c_str());
     IoError("replace", path, err);
   }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.ok()) ::fsync(dfd.get());
 }
 
 void MakeDirs(const std::string& path, mode_t mode) {
@@ -209,14 +203,10 @@ void ChownTree(const std::string& path, uid_t uid, gid_t gid) {
 }
 
 FileLock::FileLock(const std::string& path, Mode mode) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0) IoError("open lock file", path, errno);
-  while (::flock(fd_, mode == kShared ? LOCK_SH : LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      int err = errno;
-      ::close(fd_);
-      IoError("lock", path, err);
-    }
+  fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd_.ok()) IoError("open lock file", path, errno);
+  while (::flock(fd_.get(), mode == kShared ? LOCK_SH : LOCK_EX) != 0) {
+    if (errno != EINTR) IoError("lock", path, errno);
   }
 }
 
@@ -225,8 +215,7 @@ FileLock::FileLock(const std::string& path, Mode mode, std::chrono::milliseconds
   auto deadline = std::chrono::steady_clock::now() + wait;
   while (true) {
     if (auto lock = TryLock(path, mode)) {
-      fd_ = lock->fd_;
-      lock->fd_ = -1;
+      fd_ = std::move(lock->fd_);
       return;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -239,19 +228,13 @@ FileLock::FileLock(const std::string& path, Mode mode, std::chrono::milliseconds
 
 std::optional<FileLock> FileLock::TryLock(const std::string& path, Mode mode) {
   FileLock lock;
-  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock.fd_ < 0) IoError("open lock file", path, errno);
-  if (::flock(lock.fd_, (mode == kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+  lock.fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock.fd_.ok()) IoError("open lock file", path, errno);
+  if (::flock(lock.fd_.get(), (mode == kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return std::nullopt;
     IoError("lock", path, errno);
   }
   return lock;
-}
-
-FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 TempDir::TempDir(const std::string& parent, std::string_view prefix) {

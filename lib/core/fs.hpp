@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fd.hpp"
+
 namespace ss {
 
 // Throws the ss::Error for `err` (errno) met doing `what` ("read", "write") to `path`: 66 when it
@@ -51,14 +53,13 @@ class FileLock {
            std::string_view what);
   // Returns nullopt instead of waiting when someone else holds it.
   static std::optional<FileLock> TryLock(const std::string& path, Mode mode = kExclusive);
-  FileLock(FileLock&& other) noexcept;
+  FileLock(FileLock&& other) noexcept = default;
   FileLock& operator=(FileLock&&) = delete;
   FileLock(const FileLock&) = delete;
-  ~FileLock();
 
  private:
   FileLock() = default;
-  int fd_ = -1;
+  Fd fd_;
 };
 
 // A temporary directory removed (recursively) on destruction.

@@ -12,26 +12,24 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "strings.hpp"
 
 namespace ss {
 
 int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw Error(kExitSoftware, Cat("socket: ", std::strerror(errno)));
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.ok()) throw Error(kExitSoftware, Cat("socket: ", std::strerror(errno)));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    ::close(fd);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     throw Error(kExitUnavailable,
-                Cat("cannot find a free port on 127.0.0.1: ", std::strerror(err)));
+                Cat("cannot find a free port on 127.0.0.1: ", std::strerror(errno)));
   }
-  ::close(fd);
   return ntohs(addr.sin_port);
 }
 
@@ -43,21 +41,20 @@ bool TcpPortOpen(const std::string& host, int port, std::chrono::milliseconds ti
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return false;
   bool open = false;
   for (addrinfo* ai = res; ai && !open; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) continue;
-    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd.ok()) continue;
+    int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
     if (rc == 0) {
       open = true;
     } else if (errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
+      pollfd p{fd.get(), POLLOUT, 0};
       if (::poll(&p, 1, static_cast<int>(timeout.count())) == 1) {
         int err = 0;
         socklen_t len = sizeof err;
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
         open = err == 0;
       }
     }
-    ::close(fd);
   }
   ::freeaddrinfo(res);
   return open;

@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "folders.hpp"
 #include "fs.hpp"
 #include "output.hpp"
@@ -55,30 +56,28 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
   MakeOwnedDir(dir, 0700);
   std::string path = Cat(dir, "/", name, ".tar.gz");
   std::string tmp = Cat(path, ".part");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw Error(kExitCantCreate, Cat("cannot write ", tmp, ": ", std::strerror(errno)));
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.ok()) throw Error(kExitCantCreate, Cat("cannot write ", tmp, ": ", std::strerror(errno)));
   StreamOptions so;
   std::string list;
   for (const auto& p : paths) list += p + '\0';
   std::string list_file = Cat(dir, "/.list");
   AtomicWrite(list_file, list, 0600);
-  int in = ::open(list_file.c_str(), O_RDONLY | O_CLOEXEC);
-  so.in_fd = in;
-  so.out_fd = fd;
+  Fd in(::open(list_file.c_str(), O_RDONLY | O_CLOEXEC));
+  so.in_fd = in.get();
+  so.out_fd = fd.get();
   int status = -1;
   try {
     status = conn.ExecStream({"tar", "-C", "/home/sandbox/projects", "--format=posix", "-czf", "-",
                               "--null", "--verbatim-files-from", "-T", "-"},
                              so);
   } catch (...) {
-    ::close(fd);
-    ::close(in);
     ::unlink(list_file.c_str());
     throw;
   }
-  bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  ::close(in);
+  bool synced = ::fsync(fd.get()) == 0;
+  fd.Close();
+  in.Close();
   ::unlink(list_file.c_str());
   if (status != 0 || !synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());

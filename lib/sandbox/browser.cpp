@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "http.hpp"
 #include "paths.hpp"
@@ -53,34 +54,31 @@ std::string OwnershipProblem(const struct stat& st, const BridgeUser& user) {
 // Connects to a unix socket without blocking: whether something listens there.
 bool Listening(const std::string& path) {
   if (path.size() >= sizeof(sockaddr_un::sun_path)) return false;
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.ok()) return false;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path, path.c_str(), path.size());
-  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 || errno == EAGAIN;
-  ::close(fd);
-  return live;
+  return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 || errno == EAGAIN;
 }
 
 // Whether something accepts TCP connections on 127.0.0.1:port: a refused port answers in
 // microseconds, so a session with no debugging Chrome never loads the HTTP library.
 bool TcpListening(int port, std::chrono::milliseconds timeout) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return true;  // let the HTTP request say what is wrong
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.ok()) return true;  // let the HTTP request say what is wrong
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  bool live = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   if (!live && errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
+    pollfd p{fd.get(), POLLOUT, 0};
     int err = 0;
     socklen_t len = sizeof err;
     live = ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
-           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+           ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
   }
-  ::close(fd);
   return live;
 }
 

@@ -16,6 +16,7 @@
 
 #include "digest.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -125,18 +126,12 @@ void OnSignal(int sig) {
 // descriptor flags.
 struct Served {
   asio::local::stream_protocol::socket socket;
-  int fds[3] = {-1, -1, -1};
+  Fd fds[3];  // the client's stdin, stdout and stderr (declared before `flags`: closed after)
   std::vector<std::unique_ptr<FdFlagsGuard>> flags;
   SshChannel channel;
   bool done = false;
   char byte = 0;
   explicit Served(asio::io_context& io) : socket(io) {}
-  ~Served() {
-    flags.clear();
-    for (int fd : fds) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
 };
 
 class Master {
@@ -194,7 +189,9 @@ class Master {
     cmsghdr* cm = CMSG_FIRSTHDR(&msg);
     if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
         cm->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
-      std::memcpy(s->fds, CMSG_DATA(cm), 3 * sizeof(int));
+      int got[3];
+      std::memcpy(got, CMSG_DATA(cm), sizeof got);
+      for (int i = 0; i < 3; ++i) s->fds[i].Reset(got[i]);
     }
     if (n == sizeof header && std::memcmp(header, kQuitMagic, 4) == 0) {
       conn_.Stop();
@@ -202,7 +199,7 @@ class Master {
     }
     uint32_t length = 0;
     std::memcpy(&length, header + 4, 4);
-    if (n != sizeof header || std::memcmp(header, kMagic, 4) != 0 || s->fds[0] < 0 ||
+    if (n != sizeof header || std::memcmp(header, kMagic, 4) != 0 || !s->fds[0].ok() ||
         length > (64u << 20)) {
       return;  // not one of ours: dropped
     }
@@ -217,10 +214,10 @@ class Master {
     StreamOptions so;
     so.cwd = cmd.cwd;
     so.secret_env = cmd.secret_env;
-    so.in_fd = s->fds[0];
-    so.out_fd = s->fds[1];
-    so.err_fd = s->fds[2];
-    for (int f : s->fds) s->flags.push_back(std::make_unique<FdFlagsGuard>(f));
+    so.in_fd = s->fds[0].get();
+    so.out_fd = s->fds[1].get();
+    so.err_fd = s->fds[2].get();
+    for (const Fd& f : s->fds) s->flags.push_back(std::make_unique<FdFlagsGuard>(f.get()));
     ++active_;
     idle_.cancel();
     s->channel = conn_.ExecStreamAsync(cmd.argv, so, [this, s](int status, std::string error) {
@@ -258,36 +255,33 @@ class Master {
   int active_ = 0;
 };
 
-// A connection to the sandbox's master, or -1 when none listens.
-int ConnectMaster(const std::string& sandbox) {
+// A connection to the sandbox's master; none when none listens.
+Fd ConnectMaster(const std::string& sandbox) {
   std::string path = SocketBase(sandbox) + ".sock";
   sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return -1;
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  if (path.size() >= sizeof addr.sun_path) return Fd();
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.ok()) return fd;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return Fd();
   return fd;
 }
 
 }  // namespace
 
 void EndShareMaster(const std::string& sandbox) {
-  int fd = ConnectMaster(sandbox);
-  if (fd < 0) return;
+  Fd fd = ConnectMaster(sandbox);
+  if (!fd.ok()) return;
   char header[8] = {};
   std::memcpy(header, kQuitMagic, 4);
-  SendAll(fd, std::string_view(header, sizeof header));
-  ::close(fd);
+  SendAll(fd.get(), std::string_view(header, sizeof header));
 }
 
 std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& command) {
-  int fd = ConnectMaster(sandbox);
-  if (fd < 0) return std::nullopt;
+  Fd master = ConnectMaster(sandbox);
+  if (!master.ok()) return std::nullopt;
+  int fd = master.get();
   std::string body = Encode(command);
   char header[8];
   std::memcpy(header, kMagic, 4);
@@ -308,16 +302,15 @@ std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& co
   std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
   if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof header) ||
       !SendAll(fd, body)) {
-    ::close(fd);
     return std::nullopt;  // a master on its way out: run the command the long way
   }
   Debug(Cat("shared session: ", Join(command.argv, " ")));
 
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
-    ::close(fd);
     throw Error(kExitRemote, Cat("cannot create a pipe: ", std::strerror(errno)));
   }
+  Fd signal_r(pipefd[0]), signal_w(pipefd[1]);
   g_signal_pipe = pipefd[1];
   struct sigaction sa {
   }, old[3];
@@ -345,10 +338,7 @@ std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& co
     }
   }
   for (int i = 0; i < 3; ++i) ::sigaction(sigs[i], &old[i], nullptr);
-  ::close(pipefd[0]);
-  ::close(pipefd[1]);
   g_signal_pipe = -1;
-  ::close(fd);
   if (!status) {
     throw Error(kExitRemote, Cat("connection to sandbox '", sandbox, "' lost")).AsPlain();
   }

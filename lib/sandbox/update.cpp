@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "digest.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "http.hpp"
 #include "output.hpp"
@@ -71,31 +72,17 @@ bool IsReleaseFile(const std::string& rel) {
 // Copies src to dst (created 0755, synced); throws ss::Error(74).
 void CopyExecutable(const std::string& src, const std::string& dst) {
   std::string data = ReadFile(src);
-  int fd = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755);
-  if (fd < 0) throw Error(kExitIoErr, Cat("cannot write '", dst, "': ", std::strerror(errno)));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      throw Error(kExitIoErr, Cat("cannot write '", dst, "': ", std::strerror(err)));
-    }
-    done += static_cast<size_t>(n);
+  Fd fd(::open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755));
+  if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot write '", dst, "': ", std::strerror(errno)));
+  WriteAll(fd.get(), data, dst);
+  if (::fchmod(fd.get(), 0755) != 0 || ::fsync(fd.get()) != 0) {
+    throw Error(kExitIoErr, Cat("cannot write '", dst, "': ", std::strerror(errno)));
   }
-  bool ok = ::fchmod(fd, 0755) == 0 && ::fsync(fd) == 0;
-  int err = errno;
-  ::close(fd);
-  if (!ok) throw Error(kExitIoErr, Cat("cannot write '", dst, "': ", std::strerror(err)));
 }
 
 void SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.ok()) ::fsync(fd.get());
 }
 
 std::string CurrentVersion() {
@@ -330,10 +317,9 @@ void UpdateOnLaunch(const std::string& ss_update_path) {
     }
     MakeDirs(dir, 0700);
     // A stamp, not data: touched without the fsyncs of AtomicWrite (they cost the launch).
-    int fd = ::open(stamp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return;
-    ::futimens(fd, nullptr);
-    ::close(fd);
+    Fd fd(::open(stamp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.ok()) return;
+    ::futimens(fd.get(), nullptr);
     ProcessOptions o;
     o.new_session = true;
     o.unlisted = true;  // ss-update itself

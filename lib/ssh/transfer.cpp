@@ -145,7 +145,7 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
 ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::string>& tar_argv,
                                  const std::optional<std::string>& input) {
   std::string archive = Cat(tmp_.path(), "/archive.tar"), err = Cat(tmp_.path(), "/stderr");
-  fd_ = OpenOrThrow(archive, O_RDWR | O_CREAT | O_EXCL);
+  fd_ = Fd(OpenOrThrow(archive, O_RDWR | O_CREAT | O_EXCL));
   Fd err_fd(OpenOrThrow(err, O_RDWR | O_CREAT | O_EXCL));
   std::optional<Fd> in;
   StreamOptions so;
@@ -156,23 +156,14 @@ ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::str
     in.emplace(OpenOrThrow(list, O_RDONLY));
     so.in_fd = in->get();
   }
-  so.out_fd = fd_;
+  so.out_fd = fd_.get();
   so.err_fd = err_fd.get();
-  try {
-    status_ = conn.ExecStream(tar_argv, so);
-    error_ = ReadFile(err);
-  } catch (...) {
-    ::close(fd_);
-    throw;
-  }
-}
-
-ReceivedArchive::~ReceivedArchive() {
-  if (fd_ >= 0) ::close(fd_);
+  status_ = conn.ExecStream(tar_argv, so);
+  error_ = ReadFile(err);
 }
 
 const std::vector<TarEntry>& ReceivedArchive::Index(const std::string& source) {
-  if (!entries_) entries_ = IndexTar(fd_, source);
+  if (!entries_) entries_ = IndexTar(fd_.get(), source);
   return *entries_;
 }
 

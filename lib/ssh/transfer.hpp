@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "crossing.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "tar_index.hpp"
 
@@ -38,16 +39,15 @@ class ReceivedArchive {
   ReceivedArchive(SshConnection& conn, const std::vector<std::string>& tar_argv,
                   const std::optional<std::string>& input = std::nullopt);
   ReceivedArchive(const ReceivedArchive&) = delete;
-  ~ReceivedArchive();
   int status() const { return status_; }               // tar's exit status
   const std::string& error() const { return error_; }  // what it said on stderr
   // The entries; throws ss::Error(255) naming `source` when the archive is malformed.
   const std::vector<TarEntry>& Index(const std::string& source);
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
  private:
   TempDir tmp_;
-  int fd_ = -1;
+  Fd fd_;
   int status_ = 0;
   std::string error_;
   std::optional<std::vector<TarEntry>> entries_;
