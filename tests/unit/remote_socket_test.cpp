@@ -430,6 +430,27 @@ TEST(RemoteSocket, HelperNeedsItsInterpreter) {
   }
 }
 
+// A helper of the sandbox's own (a fake interpreter first on its PATH) that names a rendezvous
+// socket ss cannot use: refused before any connection is carried, never followed.
+TEST(RemoteSocket, AHelperNamingARelativeRendezvousIsRefused) {
+  TestSshd sshd;
+  std::string fake = sshd.Path("fake-python");
+  // Its frame: R, id 0, length 17 (octal 021), "leader relative/s".
+  AtomicWrite(fake, "#!/bin/sh\nprintf 'R\\0\\0\\0\\0\\0\\0\\0\\021leader relative/s'\n", 0755);
+  SshConnection conn(sshd.endpoint());
+  RemoteSocketOptions options;
+  options.python = fake;
+  try {
+    RemoteSocketForward::Start(conn, sshd.Path("x.sock"), options,
+                               [] { return std::vector<SocketAddress>{}; });
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitRemote);
+    ASSERT_FALSE(e.details().empty());
+    EXPECT_EQ(e.details()[0], "  the forwarding helper named no usable rendezvous socket");
+  }
+}
+
 TEST(RemoteSocket, ThousandsOfSequentialConnectionsLeakNothing) {
   TestSshd sshd;
   EchoServer echo(sshd.Path("host.sock"));
