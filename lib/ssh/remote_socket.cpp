@@ -297,14 +297,22 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
     channels[id] =
         conn.OpenUnixIo(rendezvous, std::make_shared<PrefixSource>(std::move(head), target), target,
                         [weak, id](const std::string& error) {
-                          auto self = weak.lock();
-                          if (!self) return;
-                          self->channels.erase(id);
-                          if (!error.empty()) {
-                            Debug(Cat("forward of ", self->path, ": ", error));
-                            self->Refuse(id);
-                          }
+                          if (auto self = weak.lock()) self->Carried(id, error);
                         });
+  }
+
+  void Carried(uint32_t id, const std::string& error) {
+    channels.erase(id);
+    if (error.empty()) return;
+    if (warned) {
+      Debug(Cat("forward of ", path, ": ", error));
+    } else {
+      // Said once: a server that refuses these channels refuses every one of them.
+      warned = true;
+      Warn(Cat("a connection to ", path, " could not be carried: ", error,
+               " (the SSH server must allow unix-socket forwarding: AllowStreamLocalForwarding)"));
+    }
+    Refuse(id);
   }
 
   void End(const std::string& why) {
@@ -334,6 +342,7 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
   bool ready = false;
   bool shared = false;
   bool ended = false;
+  bool warned = false;
   uint64_t total = 0;
   std::string helper_error;
   std::string end_reason;

@@ -451,6 +451,29 @@ TEST(RemoteSocket, AHelperNamingARelativeRendezvousIsRefused) {
   }
 }
 
+TEST(RemoteSocket, AServerRefusingSocketChannelsIsSaidOnce) {
+  TestSshd sshd("AllowStreamLocalForwarding no\n");
+  EchoServer echo(sshd.Path("host.sock"));
+  std::string path = sshd.Path("remote.sock");
+  SshConnection conn(sshd.endpoint());
+  auto forward =
+      RemoteSocketForward::Start(conn, path, {}, [&] { return std::vector{Unix(echo.path())}; });
+  ::testing::internal::CaptureStderr();
+  {
+    LoopThread loop(conn);
+    auto connect = [&] { return ConnectUnix(path); };
+    EXPECT_NE(EchoRoundTrips(connect, 1, 100), "");  // the client sees its connection end
+    EXPECT_NE(EchoRoundTrips(connect, 1, 100), "");
+  }
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("a connection to " + path + " could not be carried: "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("AllowStreamLocalForwarding"), std::string::npos) << err;
+  EXPECT_EQ(err.find("could not be carried", err.find("could not be carried") + 1),
+            std::string::npos)
+      << err;
+}
+
 TEST(RemoteSocket, ThousandsOfSequentialConnectionsLeakNothing) {
   TestSshd sshd;
   EchoServer echo(sshd.Path("host.sock"));

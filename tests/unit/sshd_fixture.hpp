@@ -116,7 +116,9 @@ inline std::vector<pid_t> Descendants(pid_t root) {
 
 class TestSshd {
  public:
-  TestSshd() : dir_("/tmp", "ss-sshd.") {
+  // `first_lines` go ahead of the configuration (sshd keeps a keyword's first value: they win).
+  explicit TestSshd(std::string first_lines = {})
+      : dir_("/tmp", "ss-sshd."), first_lines_(std::move(first_lines)) {
     passwd* pw = ::getpwuid(::getuid());
     user_ = pw ? pw->pw_name : "root";
     KeyPair client = GenerateEd25519Key("ss-test-client");
@@ -164,7 +166,8 @@ class TestSshd {
   bool Start() {
     port_ = FreePort();
     host_key_ = CreateSandboxHostKey(Path("host_key"), Path("known_hosts"), "127.0.0.1", port_);
-    AtomicWrite(Path("sshd_config"), Cat("ListenAddress 127.0.0.1\n"
+    AtomicWrite(Path("sshd_config"), Cat(first_lines_,
+                                         "ListenAddress 127.0.0.1\n"
                                          "Port ",
                                          port_,
                                          "\n"
@@ -231,6 +234,7 @@ class TestSshd {
   }
 
   TempDir dir_;
+  std::string first_lines_;
   std::string user_;
   KeyPair host_key_;
   int port_ = 0;
