@@ -46,14 +46,7 @@ void QemuEnsureViews(const std::string& machine_dir, const Json& machine) {
   }
 }
 
-std::string QemuOptionValue(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    out += c;
-    if (c == ',') out += ',';
-  }
-  return out;
-}
+std::string QemuOptionValue(const std::string& value) { return DoubleEvery(value, ','); }
 
 // The sandbox's cloud-config, then cloud-init/qemu-resolver.yaml: the guest's resolver.
 std::string QemuUserData(const std::string& user_data) {

@@ -102,4 +102,13 @@ bool NameOf(std::string_view s, std::string_view first, std::string_view rest, s
          OnlyChars(s.substr(1), rest);
 }
 
+std::string DoubleEvery(std::string_view s, char c) {
+  std::string out;
+  for (char x : s) {
+    out += x;
+    if (x == c) out += c;
+  }
+  return out;
+}
+
 }  // namespace ss

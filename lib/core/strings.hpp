@@ -21,6 +21,8 @@ std::vector<std::string> Split(std::string_view s, char sep);
 std::vector<std::string> SplitLines(std::string_view s);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string_view Trim(std::string_view s);
+// `s` with every `c` written twice: the escape of QEMU's option values (,) and libssh's paths (%).
+std::string DoubleEvery(std::string_view s, char c);
 std::string ToLower(std::string_view s);
 // "'x'" quoting used in messages (not for shells: see shell_quote.hpp).
 std::string Quoted(std::string_view s);

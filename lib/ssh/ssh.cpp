@@ -25,14 +25,7 @@ struct SshConnection::SessionHandle {
 namespace {
 
 // libssh expands %-escapes in the known_hosts path.
-std::string EscapePercent(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    out += c;
-    if (c == '%') out += '%';
-  }
-  return out;
-}
+std::string EscapePercent(const std::string& path) { return DoubleEvery(path, '%'); }
 
 void SetOption(ssh_session s, ssh_options_e option, const void* value, const char* what) {
   if (ssh_options_set(s, option, value) != SSH_OK) {

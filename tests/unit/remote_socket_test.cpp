@@ -413,42 +413,40 @@ TEST(RemoteSocket, TheListenerHandsNothingToHelpersOfAnotherProtocol) {
   ::close(older);
 }
 
-TEST(RemoteSocket, HelperNeedsItsInterpreter) {
+// The error a forward with `python` as the helper's interpreter fails with.
+Error StartFailure(const std::string& python) {
   TestSshd sshd;
   SshConnection conn(sshd.endpoint());
   RemoteSocketOptions options;
-  options.python = "ss-no-such-python";
+  options.python = python;
   try {
     RemoteSocketForward::Start(conn, sshd.Path("x.sock"), options,
                                [] { return std::vector<SocketAddress>{}; });
-    FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), kExitRemote);
-    ASSERT_FALSE(e.hints().empty());
-    EXPECT_EQ(e.hints()[0],
-              "forwarding a remote unix socket needs ss-no-such-python on the remote side");
+    return e;
   }
+  return Error(0, "no failure");
+}
+
+TEST(RemoteSocket, HelperNeedsItsInterpreter) {
+  Error e = StartFailure("ss-no-such-python");
+  EXPECT_EQ(e.code(), kExitRemote);
+  ASSERT_FALSE(e.hints().empty());
+  EXPECT_EQ(e.hints()[0],
+            "forwarding a remote unix socket needs ss-no-such-python on the remote side");
 }
 
 // A helper of the sandbox's own (a fake interpreter first on its PATH) that names a rendezvous
 // socket ss cannot use: refused before any connection is carried, never followed.
 TEST(RemoteSocket, AHelperNamingARelativeRendezvousIsRefused) {
-  TestSshd sshd;
-  std::string fake = sshd.Path("fake-python");
+  TempDir dir;
+  std::string fake = dir.path() + "/fake-python";
   // Its frame: R, id 0, length 17 (octal 021), "leader relative/s".
   AtomicWrite(fake, "#!/bin/sh\nprintf 'R\\0\\0\\0\\0\\0\\0\\0\\021leader relative/s'\n", 0755);
-  SshConnection conn(sshd.endpoint());
-  RemoteSocketOptions options;
-  options.python = fake;
-  try {
-    RemoteSocketForward::Start(conn, sshd.Path("x.sock"), options,
-                               [] { return std::vector<SocketAddress>{}; });
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), kExitRemote);
-    ASSERT_FALSE(e.details().empty());
-    EXPECT_EQ(e.details()[0], "  the forwarding helper named no usable rendezvous socket");
-  }
+  Error e = StartFailure(fake);
+  EXPECT_EQ(e.code(), kExitRemote);
+  ASSERT_FALSE(e.details().empty());
+  EXPECT_EQ(e.details()[0], "  the forwarding helper named no usable rendezvous socket");
 }
 
 TEST(RemoteSocket, AServerRefusingSocketChannelsIsSaidOnce) {
