@@ -558,6 +558,7 @@ class Bridge:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         except (OSError, ValueError):
             pass
+        threading.stack_size(512 * 1024)  # two copying threads per connection need little
         for fd in (0, 1):
             os.set_blocking(fd, False)
         self.sel.register(0, R, "in")
