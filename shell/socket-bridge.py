@@ -28,6 +28,7 @@ import os
 import resource
 import selectors
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -124,6 +125,35 @@ class Pair:
         if last:
             self.client.close()
             self.channel.close()
+
+
+def sweep_rendezvous():
+    """Removes the rendezvous directories of helpers that were killed (SIGKILL leaves them):
+    ours, a minute old, and nobody listening in them."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("ss-bridge-")]
+    except OSError:
+        return
+    for name in names:
+        d = os.path.join(base, name)
+        try:
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            if time.time() - st.st_mtime < 60:
+                continue
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(os.path.join(d, "s"))
+                continue  # a live helper's
+            except (ConnectionRefusedError, FileNotFoundError):
+                pass
+            finally:
+                probe.close()
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
 
 
 class Follower:
@@ -228,6 +258,7 @@ class Bridge:
     # ---- clients (connections made on PATH) and their channels ----
 
     def listen_rendezvous(self):
+        sweep_rendezvous()
         self.rdv_dir = tempfile.mkdtemp(prefix="ss-bridge-")  # mode 0700, a fresh name
         path = os.path.join(self.rdv_dir, "s")
         self.rdv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -525,18 +556,21 @@ class Bridge:
             self.retry_at = time.monotonic() + 0.02
 
     def cleanup(self):
+        """Removes what this helper made; once, however it ends (but SIGKILL)."""
         self.close_rendezvous()
+        leader = self.listener is not None
         for s in (self.listener, self.ctl):
             if s is not None:
-                self.sel.unregister(s)
                 s.close()
+        self.listener = self.ctl = None
         for path, ino in self.inodes.items():
             try:
                 if os.lstat(path).st_ino == ino:
                     os.unlink(path)
             except OSError:
                 pass
-        if self.listener is not None:
+        self.inodes = {}
+        if leader:
             try:
                 os.unlink(self.path + ".lock")  # still locked: the next one re-checks the inode
             except OSError:
@@ -591,7 +625,6 @@ class Bridge:
             if self.retry_at is not None and time.monotonic() >= self.retry_at:
                 self.retry()
             self.flush()
-        self.cleanup()
 
 
 def main(argv):
@@ -603,15 +636,23 @@ def main(argv):
         sys.stderr.write("usage: serve [--mkdir] PATH\n")
         return 64
     bridge = Bridge(argv[1], mkdir)
+
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, stop)
     try:
         bridge.run()
     except Fatal as e:
-        bridge.close_rendezvous()
+        bridge.cleanup()
         bridge.out = bytearray()
         bridge.frame(ERROR, 0, str(e).encode())
         os.set_blocking(1, True)
         os.write(1, bridge.out)
         return 1
+    finally:
+        bridge.cleanup()
     return 0
 
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "sshd_fixture.hpp"
+#include "strings.hpp"
 
 namespace ss {
 namespace {
@@ -470,6 +472,36 @@ TEST(RemoteSocket, AServerRefusingSocketChannelsIsSaidOnce) {
   EXPECT_EQ(err.find("could not be carried", err.find("could not be carried") + 1),
             std::string::npos)
       << err;
+}
+
+// A rendezvous directory with a dead socket, `age` old, as a killed helper leaves it.
+std::string DeadRendezvous(const std::string& name, std::chrono::seconds age) {
+  std::string dir = "/tmp/ss-bridge-" + name;
+  RemoveTree(dir);
+  MakeDirs(dir, 0700);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::string path = dir + "/s";
+  std::memcpy(a.sun_path, path.c_str(), path.size());
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::close(fd);
+  timespec times[2] = {{::time(nullptr) - age.count(), 0}, {::time(nullptr) - age.count(), 0}};
+  ::utimensat(AT_FDCWD, dir.c_str(), times, 0);
+  return dir;
+}
+
+TEST(RemoteSocket, AKilledHelpersRendezvousIsSweptByTheNextOne) {
+  TestSshd sshd;
+  std::string old = DeadRendezvous(Cat("old-", ::getpid()), std::chrono::seconds(120));
+  std::string young = DeadRendezvous(Cat("young-", ::getpid()), std::chrono::seconds(0));
+  SshConnection conn(sshd.endpoint());
+  auto forward = RemoteSocketForward::Start(conn, sshd.Path("remote.sock"), {},
+                                            [] { return std::vector<SocketAddress>{}; });
+  EXPECT_FALSE(PathExists(old));
+  EXPECT_TRUE(PathExists(young));  // perhaps a helper between its bind and its listen
+  EXPECT_TRUE(PathExists(forward->rendezvous()));
+  RemoveTree(young);
 }
 
 TEST(RemoteSocket, ThousandsOfSequentialConnectionsLeakNothing) {
