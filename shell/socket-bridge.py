@@ -99,32 +99,24 @@ def copy(src, dst):
             os.close(pipe[1])
 
 
-class Pair:
-    """A client's connection and the SSH channel ss opened for it, copied both ways."""
+def carry(client, channel):
+    """Copies a client's connection and the SSH channel ss opened for it both ways, a thread per
+    direction, and closes both when both have ended."""
 
-    def __init__(self, client, channel):
-        self.client = client
-        self.channel = channel
-        self.lock = threading.Lock()
-        self.running = 2
-
-    def run(self):
-        threading.Thread(target=self.direction, args=(self.client, self.channel), daemon=True).start()
-        self.direction(self.channel, self.client)
-
-    def direction(self, src, dst):
+    def direction(src, dst):
         if not copy(src, dst):
-            for s in (self.client, self.channel):
+            for s in (client, channel):
                 try:
                     s.shutdown(socket.SHUT_RDWR)  # wakes the other direction
                 except OSError:
                     pass
-        with self.lock:
-            self.running -= 1
-            last = self.running == 0
-        if last:
-            self.client.close()
-            self.channel.close()
+
+    up = threading.Thread(target=direction, args=(client, channel), daemon=True)
+    up.start()
+    direction(channel, client)
+    up.join()
+    client.close()
+    channel.close()
 
 
 def sweep_rendezvous():
@@ -298,16 +290,18 @@ class Bridge:
 
     def pair(self, channel):
         """A channel from ss: its first bytes name the connection it carries; then copy."""
+        head = b""
         try:
-            channel.settimeout(10)
-            head = b""
+            channel.settimeout(10)  # (a timeout makes the socket non-blocking: no MSG_WAITALL)
             while len(head) < PAIR.size:
                 more = channel.recv(PAIR.size - len(head))
                 if not more:
-                    raise OSError("closed")
+                    break
                 head += more
             channel.settimeout(None)
         except OSError:
+            pass
+        if len(head) != PAIR.size:
             channel.close()
             return
         cid, token = PAIR.unpack(head)
@@ -322,7 +316,7 @@ class Bridge:
             return
         client = entry[0]
         client.setblocking(True)
-        Pair(client, channel).run()
+        carry(client, channel)
 
     # ---- sharing PATH between helpers ----
 
@@ -645,7 +639,6 @@ def main(argv):
     try:
         bridge.run()
     except Fatal as e:
-        bridge.cleanup()
         bridge.out = bytearray()
         bridge.frame(ERROR, 0, str(e).encode())
         os.set_blocking(1, True)
