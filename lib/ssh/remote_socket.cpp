@@ -185,7 +185,7 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
   };
 
   Impl(SshConnection& conn, std::string path, TargetList targets)
-      : conn(conn), io(conn.io_context()), path(std::move(path)), targets(std::move(targets)) {}
+      : conn(conn), path(std::move(path)), targets(std::move(targets)) {}
 
   void OnBytes(const char* data, size_t n) {
     inbuf.append(data, n);
@@ -242,7 +242,7 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
       Refuse(id);
       return;
     }
-    auto p = std::make_shared<Pending>(io);
+    auto p = std::make_shared<Pending>(conn.io_context());
     p->id = id;
     p->token = std::move(token);
     p->candidates = std::move(candidates);
@@ -330,7 +330,6 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
   }
 
   SshConnection& conn;
-  asio::io_context& io;
   std::string path;
   TargetList targets;
   std::shared_ptr<QueueSource> source;

@@ -117,12 +117,16 @@ void Forwards::Accept(const std::shared_ptr<Local>& local) {
   }
 }
 
-void Forwards::StartLocal(const Local& local, std::shared_ptr<ssh_detail::Source> in,
-                          std::shared_ptr<ssh_detail::Sink> out, const std::string& origin,
-                          int port) {
+namespace {
+
+// A channel to `target` in the sandbox (direct-tcpip, or direct-streamlocal for a unix socket)
+// carrying `in` and `out`, closed once both directions have ended.
+ChannelSpec ForwardSpec(std::string what, const SocketAddress& target, const std::string& origin,
+                        int port, std::shared_ptr<ssh_detail::Source> in,
+                        std::shared_ptr<ssh_detail::Sink> out) {
   ChannelSpec spec;
-  spec.what = Cat("forward to ", local.target.Describe());
-  spec.open = [target = local.target, origin, port](ssh_channel ch) {
+  spec.what = std::move(what);
+  spec.open = [target, origin, port](ssh_channel ch) {
     if (!target.socket_path.empty()) {
       return ssh_channel_open_forward_unix(ch, target.socket_path.c_str(), origin.c_str(), port);
     }
@@ -131,6 +135,16 @@ void Forwards::StartLocal(const Local& local, std::shared_ptr<ssh_detail::Source
   spec.in = std::move(in);
   spec.out = std::move(out);
   spec.close_on_eof = true;
+  return spec;
+}
+
+}  // namespace
+
+void Forwards::StartLocal(const Local& local, std::shared_ptr<ssh_detail::Source> in,
+                          std::shared_ptr<ssh_detail::Sink> out, const std::string& origin,
+                          int port) {
+  ChannelSpec spec = ForwardSpec(Cat("forward to ", local.target.Describe()), local.target, origin,
+                                 port, std::move(in), std::move(out));
   spec.on_end = [what = spec.what](const ChannelEnd& end) { LogEnd(what, end); };
   mux.Start(std::move(spec));
 }
@@ -139,14 +153,10 @@ SshChannel SshConnection::OpenUnixIo(const std::string& remote_path,
                                      std::shared_ptr<ssh_detail::Source> in,
                                      std::shared_ptr<ssh_detail::Sink> out,
                                      std::function<void(const std::string&)> done) {
-  ChannelSpec spec;
-  spec.what = Cat("connection to ", remote_path);
-  spec.open = [remote_path](ssh_channel ch) {
-    return ssh_channel_open_forward_unix(ch, remote_path.c_str(), "127.0.0.1", 0);
-  };
-  spec.in = std::move(in);
-  spec.out = std::move(out);
-  spec.close_on_eof = true;
+  SocketAddress target;
+  target.socket_path = remote_path;
+  ChannelSpec spec = ForwardSpec(Cat("connection to ", remote_path), target, "127.0.0.1", 0,
+                                 std::move(in), std::move(out));
   spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
     done(end.lost ? lost : end.error);
   };

@@ -479,13 +479,12 @@ std::string DeadRendezvous(const std::string& name, std::chrono::seconds age) {
   std::string dir = "/tmp/ss-bridge-" + name;
   RemoveTree(dir);
   MakeDirs(dir, 0700);
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::string path = dir + "/s";
   std::memcpy(a.sun_path, path.c_str(), path.size());
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ::close(fd);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   timespec times[2] = {{::time(nullptr) - age.count(), 0}, {::time(nullptr) - age.count(), 0}};
   ::utimensat(AT_FDCWD, dir.c_str(), times, 0);
   return dir;
