@@ -203,8 +203,9 @@ lines")" "nl"
 @test "a file growing while it is pulled: whole, or refused with nothing written; a large file arrives whole" {
   t="$BATS_TEST_TMPDIR"
   # On the sandbox's disk, bounded (32 MiB): a fast endless writer would fill a container's
-  # memory-backed /tmp.
-  in_sandbox 'truncate -s 64M ~/large && setsid sh -c "for i in \$(seq 2048); do head -c 16384 /dev/urandom >> ~/grow; sleep 0.005; done" </dev/null >/dev/null 2>&1 & echo $! > ~/grow.pid'
+  # memory-backed /tmp. Only the writer goes to the background, its output away from the SSH
+  # session, which returns once the file is there: the pulls race it.
+  in_sandbox 'truncate -s 64M ~/large; setsid sh -c "for i in \$(seq 2048); do head -c 16384 /dev/urandom >> ~/grow; sleep 0.005; done" </dev/null >/dev/null 2>&1 & echo $! > ~/grow.pid; until [ -s ~/grow ]; do sleep 0.05; done'
   for _ in 1 2 3; do
     run --separate-stderr ss pull /home/sandbox/grow "$t/grow"
     if [ "$status" -eq 75 ]; then
@@ -214,7 +215,10 @@ lines")" "nl"
       assert_success
     fi
   done
-  in_sandbox 'kill $(cat ~/grow.pid) 2>/dev/null; rm -f ~/grow ~/grow.pid'
+  # Still growing when the last pull ended: the pulls raced it.
+  run in_sandbox 'kill $(cat ~/grow.pid)'
+  assert_success
+  in_sandbox 'rm -f ~/grow ~/grow.pid'
   run ss pull /home/sandbox/large "$t/large"
   assert_success
   assert_equal "$(stat -c %s "$t/large")" "67108864"
