@@ -35,6 +35,13 @@ void RegisterBackend(const std::string& kind, BackendFactory factory) {
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config) {
   if (auto it = Registry().find(kind); it != Registry().end()) return it->second(config);
   std::vector<std::string> names = BackendNames();
+#ifndef __APPLE__
+  // Lume drives Apple's Virtualization.framework: there is no Lume anywhere else.
+  if (kind == "lume") {
+    throw Error(kExitUnavailable, "Lume runs on macOS only", {},
+                {Cat("use one of: auto, ", Join(names, ", "))});
+  }
+#endif
   if (kind == "lume" || kind == "lima") {
     throw Error(kExitUnavailable, Cat("the ", kind, " backend is not available in this build"), {},
                 {Cat("use one of: auto, ", Join(names, ", "))});

@@ -99,6 +99,17 @@ hint: start it: ss vm setup --backend lxd"
   assert_equal "$status" 69
 }
 
+@test "the macOS backends: Lume is refused as macOS-only (69); Lima until it is built (69)" {
+  run --separate-stderr ss vm start --backend lume
+  assert_equal "$status" 69
+  assert_equal "$stderr" "ss-vm: error: Lume runs on macOS only
+hint: use one of: auto, qemu, lxd, docker, podman"
+  run --separate-stderr ss vm start --backend lima
+  assert_equal "$status" 69
+  assert_equal "$stderr" "ss-vm: error: the lima backend is not available in this build
+hint: use one of: auto, qemu, lxd, docker, podman"
+}
+
 @test "reset asks first; without a terminal and without --yes it refuses" {
   run --separate-stderr ss reset </dev/null
   assert_equal "$status" 64
