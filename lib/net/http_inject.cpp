@@ -7,9 +7,6 @@
 namespace ss {
 namespace {
 
-constexpr std::string_view kTokenChars =
-    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-
 // A header value as RFC 9110 allows it: no control characters but the horizontal tab (a CR or
 // LF would start another header upstream, a NUL ends it early for some servers).
 bool CleanValue(std::string_view v) {
