@@ -4,8 +4,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +20,7 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "http.hpp"
+#include "net.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "strings.hpp"
@@ -60,26 +59,6 @@ bool Listening(const std::string& path) {
   a.sun_family = AF_UNIX;
   std::memcpy(a.sun_path, path.c_str(), path.size());
   return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 || errno == EAGAIN;
-}
-
-// Whether something accepts TCP connections on 127.0.0.1:port: a refused port answers in
-// microseconds, so a session with no debugging Chrome never loads the HTTP library.
-bool TcpListening(int port, std::chrono::milliseconds timeout) {
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.ok()) return true;  // let the HTTP request say what is wrong
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool live = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  if (!live && errno == EINPROGRESS) {
-    pollfd p{fd.get(), POLLOUT, 0};
-    int err = 0;
-    socklen_t len = sizeof err;
-    live = ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
-           ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-  }
-  return live;
 }
 
 std::optional<bool> ChromeRunning() {
@@ -203,7 +182,9 @@ std::vector<SocketAddress> HostSocketTargets() {
 CdpInfo DetectCdp(int port, std::chrono::milliseconds timeout) {
   CdpInfo info;
   info.port = port;
-  if (!TcpListening(port, std::min(timeout, std::chrono::milliseconds(500)))) {
+  // A refused port answers in microseconds, so a session with no debugging Chrome never loads
+  // the HTTP library.
+  if (!TcpPortOpen("127.0.0.1", port, std::min(timeout, std::chrono::milliseconds(500)))) {
     info.error = Cat("nothing listens on 127.0.0.1:", port);
     return info;
   }
