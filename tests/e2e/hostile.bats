@@ -206,11 +206,13 @@ lines")" "nl"
   # memory-backed /tmp. Only the writer goes to the background, its output away from the SSH
   # session, which returns once the file is there: the pulls race it.
   in_sandbox 'truncate -s 64M ~/large; setsid sh -c "for i in \$(seq 2048); do head -c 16384 /dev/urandom >> ~/grow; sleep 0.005; done" </dev/null >/dev/null 2>&1 & echo $! > ~/grow.pid; until [ -s ~/grow ]; do sleep 0.05; done'
-  for i in 1 2 3; do
-    run --separate-stderr ss pull /home/sandbox/grow "$t/grow-$i"
+  for n in 1 2 3; do
+    # Named before `run`, which sets a variable `i` of its own.
+    dest="$t/grow-$n"
+    run --separate-stderr ss pull /home/sandbox/grow "$dest"
     if [ "$status" -eq 75 ]; then
       assert_equal "${stderr_lines[0]}" "ss-sync: error: /home/sandbox/grow in the sandbox changed while it was read"
-      assert_not_exists "$t/grow-$i"
+      assert_not_exists "$dest"
     else
       assert_success
     fi
