@@ -321,13 +321,11 @@ int Reset(const VmLine& o, const Config& config) {
 
 int Delete(const VmLine& o, const Config& config) {
   bool clean = o.command == "clean";
-  if (clean) {
-    // std::find, not std::ranges::count: libc++ 14 has no range algorithms.
-    auto known = KnownSandboxes();
-    if (std::find(known.begin(), known.end(), o.sandbox) == known.end()) {
-      std::cout << "Profile '" << o.profile << "' has no sandbox yet; nothing to clean.\n";
-      return 0;
-    }
+  // std::find, not std::ranges::find: libc++ 14 has no range algorithms.
+  std::vector<std::string> known = clean ? KnownSandboxes() : std::vector<std::string>{};
+  if (clean && std::find(known.begin(), known.end(), o.sandbox) == known.end()) {
+    std::cout << "Profile '" << o.profile << "' has no sandbox yet; nothing to clean.\n";
+    return 0;
   }
   Sandbox sandbox(ResolveSandboxName(o.sandbox), config, o.backend);
   if (!sandbox.exists() && sandbox.State() == SandboxState::kNotExists) {

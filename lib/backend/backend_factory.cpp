@@ -34,20 +34,16 @@ void RegisterBackend(const std::string& kind, BackendFactory factory) {
 
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config) {
   if (auto it = Registry().find(kind); it != Registry().end()) return it->second(config);
-  std::vector<std::string> names = BackendNames();
+  std::string hint = Cat("use one of: auto, ", Join(BackendNames(), ", "));
 #ifndef __APPLE__
   // Lume drives Apple's Virtualization.framework: there is no Lume anywhere else.
-  if (kind == "lume") {
-    throw Error(kExitUnavailable, "Lume runs on macOS only", {},
-                {Cat("use one of: auto, ", Join(names, ", "))});
-  }
+  if (kind == "lume") throw Error(kExitUnavailable, "Lume runs on macOS only", {}, {hint});
 #endif
   if (kind == "lume" || kind == "lima") {
     throw Error(kExitUnavailable, Cat("the ", kind, " backend is not available in this build"), {},
-                {Cat("use one of: auto, ", Join(names, ", "))});
+                {hint});
   }
-  throw Error(kExitUsage, Cat("unknown or unavailable backend '", kind, "'"), {},
-              {Cat("use one of: auto, ", Join(names, ", "))});
+  throw Error(kExitUsage, Cat("unknown or unavailable backend '", kind, "'"), {}, {hint});
 }
 
 BackendChoice ChooseBackend(const std::vector<std::string>& names,
