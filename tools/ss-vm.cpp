@@ -407,10 +407,12 @@ int Backends(const VmLine& o, const Config& config) {
       probes.emplace_back(name, p);
     }
   }
-  size_t next = 0;
   try {
-    choice =
-        ChooseBackend(BackendNames(), [&](const std::string&) { return probes[next++].second; });
+    choice = ChooseBackend(AutoBackendNames(), [&](const std::string& name) {
+      return std::find_if(probes.begin(), probes.end(),
+                          [&](const auto& p) { return p.first == name; })
+          ->second;
+    });
   } catch (const Error& e) {
     none = e;
   }
@@ -548,6 +550,8 @@ int Setup(const VmLine& o) {
     report = o.stop ? TeardownDocker(progress) : SetupDocker(progress);
   } else if (backend == "podman") {
     if (!o.stop) report = SetupPodman(progress);
+  } else if (backend == "lima") {
+    if (!o.stop) report = SetupLima(progress);
   } else if (!o.stop) {
     report = SetupQemu(progress);
   }
@@ -568,6 +572,7 @@ int Setup(const VmLine& o) {
       std::cout << (backend == "lxd"      ? "LXD"
                     : backend == "docker" ? "Docker"
                     : backend == "podman" ? "Podman"
+                    : backend == "lima"   ? "Lima"
                                           : "QEMU")
                 << " is ready; nothing to change.\n";
     }

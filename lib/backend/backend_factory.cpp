@@ -3,6 +3,7 @@
 #include <map>
 
 #include "backend_docker.hpp"
+#include "backend_lima.hpp"
 #include "backend_lxd.hpp"
 #include "backend_qemu.hpp"
 #include "config.hpp"
@@ -12,7 +13,10 @@
 
 namespace ss {
 
-std::vector<std::string> BackendNames() { return {"qemu", "lxd", "docker", "podman"}; }
+// Lima runs on Linux too (with QEMU), but is never chosen by `auto` there: ss cannot fence its
+// network, and the backends before it can.
+std::vector<std::string> BackendNames() { return {"qemu", "lxd", "docker", "podman", "lima"}; }
+std::vector<std::string> AutoBackendNames() { return {"qemu", "lxd", "docker", "podman"}; }
 
 namespace {
 
@@ -22,6 +26,7 @@ std::map<std::string, BackendFactory>& Registry() {
       {"lxd", [](const Config& c) { return std::make_unique<LxdBackend>(c.String("lxd.remote")); }},
       {"docker", [](const Config&) { return std::make_unique<ContainerBackend>("docker"); }},
       {"podman", [](const Config&) { return std::make_unique<ContainerBackend>("podman"); }},
+      {"lima", [](const Config&) { return std::make_unique<LimaBackend>(); }},
   };
   return r;
 }
@@ -39,7 +44,7 @@ std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& conf
   // Lume drives Apple's Virtualization.framework: there is no Lume anywhere else.
   if (kind == "lume") throw Error(kExitUnavailable, "Lume runs on macOS only", {}, {hint});
 #endif
-  if (kind == "lume" || kind == "lima") {
+  if (kind == "lume") {
     throw Error(kExitUnavailable, Cat("the ", kind, " backend is not available in this build"), {},
                 {hint});
   }
@@ -84,7 +89,7 @@ BackendChoice ChooseBackend(const std::vector<std::string>& names,
 }
 
 BackendChoice ChooseBackend(const Config& config) {
-  return ChooseBackend(BackendNames(), [&](const std::string& name) {
+  return ChooseBackend(AutoBackendNames(), [&](const std::string& name) {
     try {
       return MakeBackend(name, config)->CheckHost();
     } catch (const Error& e) {

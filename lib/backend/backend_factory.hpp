@@ -19,8 +19,10 @@ std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& conf
 // Makes `kind` known to MakeBackend, or replaces it (tests register the in-memory fake this way).
 using BackendFactory = std::function<std::unique_ptr<Backend>(const Config&)>;
 void RegisterBackend(const std::string& kind, BackendFactory factory);
-// The backends this build knows, in `auto` preference order: qemu, lxd, docker, podman.
+// The backends this build knows: qemu, lxd, docker, podman, lima.
 std::vector<std::string> BackendNames();
+// Those `auto` chooses from, in preference order: qemu, lxd, docker, podman.
+std::vector<std::string> AutoBackendNames();
 
 // What `auto` decides: the strongest isolation that works here. QEMU with hardware acceleration,
 // then LXD (its daemon answering), Docker, Podman, and QEMU without acceleration last.

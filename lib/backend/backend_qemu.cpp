@@ -47,9 +47,6 @@ namespace ss {
 namespace {
 
 constexpr const char* kQemu = "qemu-system-x86_64";
-// apparmor=0: Debian's kernel enables AppArmor, and docker inside then wants a profile loader the
-// image does not have (and that costs seconds of boot under TCG).
-constexpr const char* kKernelArgs = "root=/dev/vda rw console=ttyS0 apparmor=0";
 constexpr std::chrono::seconds kLaunchTimeout{90};
 
 const char* const kIsoTools[] = {"genisoimage", "mkisofs", "xorrisofs"};
@@ -267,7 +264,7 @@ void QemuBackend::Create(const SandboxSpec& spec, Progress& progress) {
     machine["image_id"] = spec.image_id;
     machine["kernel"] = base_dir + "/vmlinuz";
     machine["initrd"] = base_dir + "/initrd.img";
-    machine["append"] = kKernelArgs;
+    machine["append"] = VmImage::kKernelArgs;
     machine["cpus"] = spec.resources.cpus > 0 ? spec.resources.cpus : 2;
     machine["memory_mib"] = spec.resources.memory > 0 ? spec.resources.memory / kMiB : 2048;
     machine["disk_bytes"] = VirtualSize(made.disk);

@@ -659,6 +659,16 @@ SetupReport SetupQemu(Progress& progress) {
   return report;
 }
 
+SetupReport SetupLima(Progress& progress) {
+  SetupReport report;
+  Append(report, InstallFor({"core", "image"}, "ss vm setup --backend lima", progress));
+  if (!LocateCommand("limactl")) {
+    throw Error(kExitUnavailable, "Lima is not installed (no limactl)", {},
+                {"install Lima 2 or later: https://lima-vm.io/docs/installation/"});
+  }
+  return report;
+}
+
 bool HaveSystemd() {
   struct stat st;
   return ::stat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode);

@@ -34,6 +34,9 @@ SetupReport SetupDocker(Progress& progress);
 SetupReport TeardownDocker(Progress& progress);
 SetupReport SetupPodman(Progress& progress);
 SetupReport SetupQemu(Progress& progress);
+// Lima: what ss and the image build need; Lima itself is the user's to install (no archive
+// Debian 12 has carries it): ss::Error(69) saying where from when limactl is missing.
+SetupReport SetupLima(Progress& progress);
 
 // Whether an init system manages services here (systemd as PID 1).
 bool HaveSystemd();

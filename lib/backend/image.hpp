@@ -67,6 +67,10 @@ void RemoveImage(const ImageInfo& image);
 // The VM export of an image: the disk and the kernel to boot directly. Throws ss::Error(66) when
 // the image has none (built by an older ss).
 struct VmImage {
+  // The kernel's command line: the disk is the root filesystem itself. apparmor=0: Debian's
+  // kernel enables AppArmor, and docker inside then wants a profile loader the image does not
+  // have (and that costs seconds of boot under TCG).
+  static constexpr const char* kKernelArgs = "root=/dev/vda rw console=ttyS0 apparmor=0";
   std::string disk;  // qcow2
   std::string kernel;
   std::string initrd;

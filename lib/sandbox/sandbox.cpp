@@ -525,6 +525,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
                      backend_name_ == "lxd"      ? "lxc delete --force "
                      : backend_name_ == "docker" ? "docker rm --force "
                      : backend_name_ == "podman" ? "podman rm --force "
+                     : backend_name_ == "lima"   ? "limactl delete --force "
                                                  : "your backend's tool: ",
                      name_)});
   }

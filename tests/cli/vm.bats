@@ -99,15 +99,18 @@ hint: start it: ss vm setup --backend lxd"
   assert_equal "$status" 69
 }
 
-@test "the macOS backends: Lume is refused as macOS-only (69); Lima until it is built (69)" {
+@test "Lume is refused as macOS-only (69); Lima without limactl says where Lima comes from (69)" {
   run --separate-stderr ss vm start --backend lume
   assert_equal "$status" 69
   assert_equal "$stderr" "ss-vm: error: Lume runs on macOS only
-hint: use one of: auto, qemu, lxd, docker, podman"
-  run --separate-stderr ss vm start --backend lima
+hint: use one of: auto, qemu, lxd, docker, podman, lima"
+  # (No limactl on this PATH.)
+  PATH=$(dirname "$(command -v ss)"):/usr/bin:/bin run --separate-stderr ss vm start --backend lima
   assert_equal "$status" 69
-  assert_equal "$stderr" "ss-vm: error: the lima backend is not available in this build
-hint: use one of: auto, qemu, lxd, docker, podman"
+  assert_equal "$stderr" "ss-vm: error: Lima is not installed (no limactl)
+hint: install Lima 2 or later: https://lima-vm.io/docs/installation/"
+  run ss vm list
+  refute_output --partial super-sandbox
 }
 
 @test "reset asks first; without a terminal and without --yes it refuses" {
