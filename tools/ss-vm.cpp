@@ -397,22 +397,26 @@ int List(const VmLine& o, const Config& config) {
 int Backends(const VmLine& o, const Config& config) {
   BackendChoice choice;
   std::optional<Error> none;
+  // Each backend probed once, those auto may choose first (a name this build does not have
+  // probes as the reason it is missing).
   std::vector<std::pair<std::string, Probe>> probes;
-  for (const auto& name : BackendNames()) {
-    try {
-      probes.emplace_back(name, MakeBackend(name, config)->CheckHost());
-    } catch (const Error& e) {
-      Probe p;
-      p.reason = e.what();
-      probes.emplace_back(name, p);
+  auto probe = [&](const std::string& name) {
+    for (const auto& [known, p] : probes) {
+      if (known == name) return p;
     }
-  }
+    Probe p;
+    try {
+      p = MakeBackend(name, config)->CheckHost();
+    } catch (const Error& e) {
+      p.reason = e.what();
+    }
+    probes.emplace_back(name, p);
+    return p;
+  };
+  for (const auto& name : AutoBackendNames()) probe(name);
+  for (const auto& name : BackendNames()) probe(name);
   try {
-    choice = ChooseBackend(AutoBackendNames(), [&](const std::string& name) {
-      return std::find_if(probes.begin(), probes.end(),
-                          [&](const auto& p) { return p.first == name; })
-          ->second;
-    });
+    choice = ChooseBackend(AutoBackendNames(), probe);
   } catch (const Error& e) {
     none = e;
   }

@@ -13,10 +13,18 @@
 
 namespace ss {
 
-// Lima runs on Linux too (with QEMU), but is never chosen by `auto` there: ss cannot fence its
-// network, and the backends before it can.
 std::vector<std::string> BackendNames() { return {"qemu", "lxd", "docker", "podman", "lima"}; }
-std::vector<std::string> AutoBackendNames() { return {"qemu", "lxd", "docker", "podman"}; }
+
+std::vector<std::string> AutoBackendNames() {
+#ifdef __APPLE__
+  // A Mac's own virtual machines first (Lume, then Lima), then Docker Desktop's.
+  return {"lume", "lima", "docker"};
+#else
+  // Lima runs on Linux too (with QEMU), but is never chosen there: ss cannot fence its network,
+  // and every backend before it can.
+  return {"qemu", "lxd", "docker", "podman"};
+#endif
+}
 
 namespace {
 

@@ -21,7 +21,8 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(const Config&)>;
 void RegisterBackend(const std::string& kind, BackendFactory factory);
 // The backends this build knows: qemu, lxd, docker, podman, lima.
 std::vector<std::string> BackendNames();
-// Those `auto` chooses from, in preference order: qemu, lxd, docker, podman.
+// Those `auto` chooses from, in preference order: qemu, lxd, docker, podman (on macOS: lume,
+// lima, docker).
 std::vector<std::string> AutoBackendNames();
 
 // What `auto` decides: the strongest isolation that works here. QEMU with hardware acceleration,

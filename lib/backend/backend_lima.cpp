@@ -101,7 +101,7 @@ std::string LimaTemplate(const SandboxSpec& spec, int ssh_port) {
   const Resources& r = spec.resources;
   y << YAML::Key << "cpus" << YAML::Value << (r.cpus > 0 ? r.cpus : 2);
   y << YAML::Key << "memory" << YAML::Value << MiB(r.memory > 0 ? r.memory : 2048 * kMiB);
-  if (r.disk > 0) y << YAML::Key << "disk" << YAML::Value << MiB(r.disk);
+  y << YAML::Key << "disk" << YAML::Value << MiB(r.disk > 0 ? r.disk : 20 * kGiB);
   y << YAML::Key << "mountType" << YAML::Value << kMountType;
   y << YAML::Key << "mounts" << YAML::Value << YAML::BeginSeq;
   for (const auto& m : spec.mounts) {
@@ -151,8 +151,9 @@ std::string LimaTemplate(const SandboxSpec& spec, int ssh_port) {
 }
 
 std::vector<Snapshot> ParseLimaSnapshots(const std::string& text) {
+  // The ID is "--" while the machine runs (QEMU's `info snapshots`), a number when it is stopped.
   static const std::regex row(
-      R"(^\s*\d+\s+(\S+)\s.*?(\d{4})-(\d{2})-(\d{2})\s+(\d{2}):(\d{2}):(\d{2}))");
+      R"(^\s*(?:\d+|--)\s+(\S+)\s.*?(\d{4})-(\d{2})-(\d{2})\s+(\d{2}):(\d{2}):(\d{2}))");
   std::vector<Snapshot> out;
   for (const auto& line : SplitLines(text)) {
     std::smatch m;
@@ -280,8 +281,9 @@ void LimaBackend::ApplyResources(const std::string& name, const Json& instance,
   if (r.memory > 0 && r.memory != instance.value("memory", int64_t{0})) {
     args.push_back(Cat("--set=.memory = \"", MiB(r.memory), "\""));
   }
+  // The template always names the disk, so Lima reports it (its own default is larger).
   int64_t disk = instance.value("disk", int64_t{0});
-  if (r.disk > disk) {
+  if (disk > 0 && r.disk > disk) {
     args.push_back(Cat("--set=.disk = \"", MiB(r.disk), "\""));
   } else if (r.disk > 0 && r.disk < disk) {
     Warn(Cat("the disk of '", name, "' is ", FormatSizeHuman(disk), " and cannot shrink to ",

@@ -13,7 +13,8 @@ namespace {
 
 // The user the keys are for: the one every image and template calls the sandbox user.
 constexpr const char* kUser = "sandbox";
-constexpr const char* kKeysDir = "/etc/ss/ssh";
+// Beside sshd's own keys (not in /etc/ss, which the sandbox's configuration owns).
+constexpr const char* kKeysDir = "/etc/ssh/ss";
 
 [[noreturn]] void Refuse(const std::string& problem) {
   throw Error(kExitSoftware, Cat("internal: the #cloud-config ", problem));
@@ -68,20 +69,22 @@ std::string BootScript(const YAML::Node& config) {
       "# ss: the sandbox's SSH identity, written before sshd starts on every boot: the host key\n"
       "# ss pinned, and the install's key for the sandbox user (only).\n"
       "set -eu\n"
-      "umask 077\n";
+      "umask 022\n";
+  // sshd reads a user's keys as that user: the folders are everyone's to enter.
   s += Cat("mkdir -p ", dir, " /etc/ssh/sshd_config.d\n");
-  s += WriteFile(dir + "/ssh_host_ed25519_key",
-                 key_private.back() == '\n' ? key_private : key_private + "\n");
+  s += Cat("chmod 0755 ", dir, "\n");
   s += WriteFile(dir + "/ssh_host_ed25519_key.pub", key_public + "\n");
   s += WriteFile(Cat(dir, "/authorized_keys.", kUser), Join(authorized, "\n") + "\n");
-  s += Cat("chmod 0644 ", dir, "/ssh_host_ed25519_key.pub ", dir, "/authorized_keys.", kUser,
-           "\n");
-  s += WriteFile("/etc/ssh/sshd_config.d/10-ss.conf",
-                 Cat("# Written by ss on every boot.\n", "HostKey ", dir,
-                     "/ssh_host_ed25519_key\n",
+  s += "umask 077\n";
+  s += WriteFile(dir + "/ssh_host_ed25519_key",
+                 key_private.back() == '\n' ? key_private : key_private + "\n");
+  s += "umask 022\n";
+  // First among the drop-ins, so that its host key is the one sshd offers (an image's own
+  // drop-in may name another, which Lima makes anew on every boot).
+  s += WriteFile("/etc/ssh/sshd_config.d/01-ss.conf",
+                 Cat("# Written by ss on every boot.\n", "HostKey ", dir, "/ssh_host_ed25519_key\n",
                      "AuthorizedKeysFile .ssh/authorized_keys ", dir, "/authorized_keys.%u\n",
                      "PasswordAuthentication no\n", "KbdInteractiveAuthentication no\n"));
-  s += "chmod 0644 /etc/ssh/sshd_config.d/10-ss.conf\n";
   return s;
 }
 
@@ -91,8 +94,11 @@ std::string SystemScript(const YAML::Node& config) {
       "# ss: the sandbox's provisioning (the files and commands of its #cloud-config).\n"
       "set -eu\n";
   if (const YAML::Node name = config["hostname"]) {
+    // And in /etc/hosts, as the images' own name is (sudo looks it up).
     std::string host = ShellQuote(Scalar(name, "hostname"));
     s += Cat("hostname ", host, "\nprintf '%s\\n' ", host, " > /etc/hostname\n");
+    s += Cat("sed -i '/^127\\.0\\.1\\.1[[:space:]]/d' /etc/hosts\n");
+    s += Cat("printf '127.0.1.1 %s\\n' ", host, " >> /etc/hosts\n");
   }
   for (const auto& file : config["write_files"]) {
     for (const auto& item : file) {

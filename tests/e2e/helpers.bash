@@ -13,6 +13,14 @@ export SS_NO_UPDATE=1
 # the tests, whatever HOME a test uses.
 export SS_CACHE="${SS_CACHE:-${HOME:-/root}/.cache/ss}"
 unset SS_SANDBOX CLAUDE_SANDBOX SS_DEBUG SS_TRACE SS_EXEC_PATH
+# Lima cannot run on these machines: its backend is tested against a stand-in limactl that holds
+# Lima's documented behaviour and runs the image's sshd as the machine (fake_limactl.py). Its
+# unpacked image is kept with the other built images.
+if [ "${SS_E2E_BACKEND:-}" = lima ]; then
+  mkdir -p "$BATS_RUN_TMPDIR/lima-bin"
+  ln -sf "$BATS_TEST_DIRNAME/fake_limactl.py" "$BATS_RUN_TMPDIR/lima-bin/limactl"
+  export PATH="$BATS_RUN_TMPDIR/lima-bin:$PATH" FAKE_LIMA_CACHE="$SS_CACHE/fake-lima"
+fi
 
 # e2e_home: a hermetic HOME/SS_HOME for the whole file (sandboxes outlive single tests).
 # The home is outside bats' private (0700) temporary tree, so that the projects' owner can
@@ -24,6 +32,8 @@ e2e_home() {
   e2e_env
   mkdir -p "$HOME"
   ss new e2e-scratch >/dev/null  # creates the projects folder as ss would
+  # ss cannot fence a Lima machine's network: its sandboxes are made only with an open one.
+  if [ "${SS_E2E_BACKEND:-}" = lima ]; then ss config set network.mode open >/dev/null; fi
 }
 e2e_env() {
   E2E_ROOT=$(cat "$BATS_FILE_TMPDIR/e2e_root")
@@ -124,6 +134,9 @@ machine_pids() {
       pid=$(lxc query "/1.0/instances/$name/state" 2>/dev/null | jq -r '.pid // 0' || true)
       if [ -n "$pid" ] && [ "$pid" != 0 ] && [ "$pid" != -1 ]; then echo "$pid"; fi
       ;;
+    lima)  # the machine's process (QEMU's, for a real Lima)
+      limactl list --json "$name" 2>/dev/null | jq -r '.driverPID // empty' || true
+      ;;
   esac
 }
 
@@ -154,6 +167,8 @@ wait_state() {
 hold_port() {
   python3 -c 'import errno, socket, sys, time
 s = socket.socket()
+# The port may still have connections of the stopped machine in TIME_WAIT: taken all the same.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
     s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
 except OSError as e:

@@ -11,22 +11,14 @@
 #include "fs.hpp"
 #include "image.hpp"
 #include "process.hpp"
-#include "provision.hpp"
+#include "provision_input.hpp"
 #include "provision_script.hpp"
 #include "strings.hpp"
 
 namespace ss {
 namespace {
 
-ProvisionInput Input() {
-  ProvisionInput in;
-  in.hostname = "box";
-  in.instance_id = "box-1";
-  in.client_public_key = "ssh-ed25519 AAAAclient ss";
-  in.host_private_key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n";
-  in.host_public_key = "ssh-ed25519 AAAAhost ss-box";
-  return in;
-}
+ProvisionInput Input() { return TestProvisionInput(); }
 
 ProcessResult Sh(const std::string& script) {
   return ss::Run({"sh", "-c", script, "sh"});
@@ -133,9 +125,12 @@ TEST(LimaSnapshots, ReadsQemusTable) {
   auto snaps = ParseLimaSnapshots(
       "ID        TAG               VM SIZE                DATE     VM CLOCK     ICOUNT\n"
       "1         before-upgrade        0 B 2026-11-28 14:05:09 00:00:00.000          0\n"
-      "2         b                 1.2 GiB 2026-11-28 14:06:10 00:01:02.003          0\n");
-  ASSERT_EQ(snaps.size(), 2u);
+      "2         b                 1.2 GiB 2026-11-28 14:06:10 00:01:02.003          0\n"
+      // While the machine runs: QEMU's `info snapshots`, IDs "--".
+      "--        c                 1.2 GiB 2026-11-28 14:07:10 00:01:02.003\n");
+  ASSERT_EQ(snaps.size(), 3u);
   EXPECT_EQ(snaps[0].name, "before-upgrade");
+  EXPECT_EQ(snaps[2].name, "c");
   EXPECT_EQ(snaps[1].name, "b");
   EXPECT_EQ(snaps[1].created - snaps[0].created, std::chrono::seconds(61));
   EXPECT_TRUE(ParseLimaSnapshots("").empty());

@@ -5,24 +5,14 @@
 
 #include "error.hpp"
 #include "json_out.hpp"
+#include "provision_input.hpp"
 #include "resources.hpp"
 #include "working_copy.hpp"
 
 namespace ss {
 namespace {
 
-ProvisionInput Input() {
-  ProvisionInput in;
-  in.hostname = "box";
-  in.instance_id = "box-1";
-  in.client_public_key = "ssh-ed25519 AAAAclient ss";
-  in.host_private_key =
-      "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE "
-      "KEY-----\n";
-  in.host_public_key = "ssh-ed25519 AAAAhost ss-box";
-  in.cdp_port = 9333;
-  return in;
-}
+ProvisionInput Input() { return TestProvisionInput(); }
 
 TEST(Provision, UserDataIsCloudConfigWithTheKeys) {
   std::string text = RenderUserData(Input());
