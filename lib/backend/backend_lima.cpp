@@ -68,6 +68,14 @@ int MajorVersion(const std::string& text, std::string* version) {
   return std::stoi(m[2]);
 }
 
+SandboxState StateOf(const Json& instance) {
+  std::string status = instance.value("status", "");
+  if (status == "Running") return SandboxState::kRunning;
+  if (status == "Stopped") return SandboxState::kStopped;
+  if (status == "Installing" || status == "Uninitialized") return SandboxState::kStarting;
+  return SandboxState::kBroken;  // Broken, or a status this ss does not know
+}
+
 constexpr const char* kInstallHint = "install Lima 2 or later: https://lima-vm.io/docs/installation/";
 
 void RequireLimactl() {
@@ -239,12 +247,7 @@ Probe LimaBackend::CheckHost() {
 
 SandboxState LimaBackend::State(const std::string& name) {
   auto instance = Instance(name);
-  if (!instance) return SandboxState::kNotExists;
-  std::string status = instance->value("status", "");
-  if (status == "Running") return SandboxState::kRunning;
-  if (status == "Stopped") return SandboxState::kStopped;
-  if (status == "Installing" || status == "Uninitialized") return SandboxState::kStarting;
-  return SandboxState::kBroken;  // Broken, or a status this ss does not know
+  return instance ? StateOf(*instance) : SandboxState::kNotExists;
 }
 
 void LimaBackend::Create(const SandboxSpec& spec, Progress& progress) {
@@ -325,7 +328,7 @@ SandboxStatus LimaBackend::Status(const std::string& name) {
   SandboxStatus s;
   auto instance = Instance(name);
   if (!instance) return s;
-  s.state = State(name);
+  s.state = StateOf(*instance);
   s.limits.cpus = instance->value("cpus", 0);
   s.limits.memory = instance->value("memory", int64_t{0});
   s.limits.disk = instance->value("disk", int64_t{0});
