@@ -33,10 +33,8 @@
 #     NAME/diffdisk/ (Lima's diffdisk).
 #     Killing that PID 1 ends everything in it, and its mounts vanish with it. fake.json holds the
 #     PIDs (`unshare` stands for the host agent, PID 1 for the driver) and the ssh port.
-#   - The VM has a network namespace of its own with nothing but loopback (Lima's has a NAT'd
-#     network too): its init opens the host's 127.0.0.1:PORT before it leaves the host's
-#     namespace, and relays each connection there to the guest's sshd on the guest's own
-#     127.0.0.1:22, as Lima's host agent forwards that port.
+#   - The network is the host's: the image's own sshd listens on the host's 127.0.0.1:PORT, where
+#     Lima forwards that port to the guest's port 22.
 #   - Shares are idmapped bind mounts, whatever the mountType, made at cloud-init's mounts stage
 #     (so even reverse-sshfs ones are there before boot.sh): the share's owner on the host is the
 #     template's user in the guest and the reverse, as 9p and virtiofs show the host user that
@@ -80,7 +78,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 
@@ -2111,61 +2108,26 @@ class VM:
         os.chmod(path, 0o600)
 
     def claim_port(self):
-        """The host's end of the SSH forward, opened while still in the host's network namespace;
-        a port in use ends the VM before it boots, as QEMU's failing hostfwd would. Then the VM's
-        own network namespace, with its loopback up."""
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.listener.bind(("127.0.0.1", self.port))
-            self.listener.listen(64)
-        except OSError as e:
-            sys.exit("[fake-vm] could not set up host forwarding rule "
-                     "'tcp:127.0.0.1:%d-:22': %s" % (self.port, e.strerror))
-        if _libc.unshare(0x40000000) != 0:  # CLONE_NEWNET
-            sys.exit("[fake-vm] cannot make the VM's network: %s"
-                     % os.strerror(ctypes.get_errno()))
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-
-    def forward_ssh(self):
-        """Lima's host agent: every connection to the host's port, relayed to the guest's :22."""
-        def pump(src, dst):
+        """A port in use ends the VM before it boots, as QEMU's failing hostfwd would."""
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                while True:
-                    data = src.recv(65536)
-                    if not data:
-                        break
-                    dst.sendall(data)
-            except OSError:
-                pass
-            with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
-
-        def serve():
-            while True:
-                client, _ = self.listener.accept()
-                try:
-                    guest = socket.create_connection(("127.0.0.1", 22))
-                except OSError:
-                    client.close()
-                    continue
-                for a, b in ((client, guest), (guest, client)):
-                    threading.Thread(target=pump, args=(a, b), daemon=True).start()
-
-        threading.Thread(target=serve, daemon=True).start()
+                probe.bind(("127.0.0.1", self.port))
+            except OSError as e:
+                sys.exit("[fake-vm] could not set up host forwarding rule "
+                         "'tcp:127.0.0.1:%d-:22': %s" % (self.port, e.strerror))
 
     def start_sshd(self):
-        """The guest's own sshd, on the guest's 127.0.0.1:22, forwarded from the host's PORT."""
+        """The guest's own sshd, on the host's 127.0.0.1:PORT."""
         os.makedirs(self.g("/run/sshd"), mode=0o755, exist_ok=True)
         self.sshd = subprocess.Popen(
-            ["chroot", self.root, "/usr/sbin/sshd", "-D", "-e", "-p", "22", "-o",
+            ["chroot", self.root, "/usr/sbin/sshd", "-D", "-e", "-p", str(self.port), "-o",
              "ListenAddress=127.0.0.1"], stdin=subprocess.DEVNULL, env={"PATH": GUEST_PATH})
-        self.forward_ssh()
 
     def ssh_ready(self):
         """The host agent's essential requirement "ssh": Lima's key logs the user in (tried for
         10s, where Lima tries for 10 minutes)."""
-        argv = ssh_argv(self.inst, 22) + ["true"]  # from inside the VM's network
+        argv = ssh_argv(self.inst, self.port) + ["true"]
         for _ in range(40):
             if self.sshd.poll() is not None:
                 error = "sshd exited with status %d" % self.sshd.returncode
