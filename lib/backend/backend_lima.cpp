@@ -19,10 +19,10 @@
 
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <yaml-cpp/yaml.h>
 
 #include <ctime>
 #include <regex>
-#include <yaml-cpp/yaml.h>
 
 #include "error.hpp"
 #include "fs.hpp"
@@ -76,7 +76,8 @@ SandboxState StateOf(const Json& instance) {
   return SandboxState::kBroken;  // Broken, or a status this ss does not know
 }
 
-constexpr const char* kInstallHint = "install Lima 2 or later: https://lima-vm.io/docs/installation/";
+constexpr const char* kInstallHint =
+    "install Lima 2 or later: https://lima-vm.io/docs/installation/";
 
 void RequireLimactl() {
   if (!FindInPath(kLimactl)) {
@@ -146,7 +147,8 @@ std::string LimaTemplate(const SandboxSpec& spec, int ssh_port) {
   }
   y << YAML::EndSeq;
   y << YAML::Key << "provision" << YAML::Value << YAML::BeginSeq;
-  for (const auto& [mode, script] : {std::pair{"boot", &scripts.boot}, {"system", &scripts.system}}) {
+  for (const auto& [mode, script] :
+       {std::pair{"boot", &scripts.boot}, {"system", &scripts.system}}) {
     y << YAML::BeginMap;
     y << YAML::Key << "mode" << YAML::Value << mode;
     y << YAML::Key << "script" << YAML::Value << YAML::Literal << *script;
@@ -197,7 +199,8 @@ std::optional<Json> LimaBackend::Instance(const std::string& name) {
   if (!r.ok()) {
     if (r.err.find(kNoInstance) != std::string::npos) return std::nullopt;
     std::string err(Trim(r.err));
-    throw Error(kExitUnavailable, Cat("cannot read Lima's instances: ", err.empty() ? "no answer" : err));
+    throw Error(kExitUnavailable,
+                Cat("cannot read Lima's instances: ", err.empty() ? "no answer" : err));
   }
   // NDJSON: one object per line.
   for (const auto& line : SplitLines(r.out)) {
@@ -332,8 +335,8 @@ SandboxStatus LimaBackend::Status(const std::string& name) {
   s.limits.cpus = instance->value("cpus", 0);
   s.limits.memory = instance->value("memory", int64_t{0});
   s.limits.disk = instance->value("disk", int64_t{0});
-  std::vector<std::string> notes{Cat("Lima ", instance->value("limaVersion", "?"), ", ",
-                                     instance->value("vmType", "?"))};
+  std::vector<std::string> notes{
+      Cat("Lima ", instance->value("limaVersion", "?"), ", ", instance->value("vmType", "?"))};
   if (std::string message = instance->value("message", ""); !message.empty()) {
     notes.push_back(message);
   }

@@ -20,9 +20,7 @@ namespace {
 
 ProvisionInput Input() { return TestProvisionInput(); }
 
-ProcessResult Sh(const std::string& script) {
-  return ss::Run({"sh", "-c", script, "sh"});
-}
+ProcessResult Sh(const std::string& script) { return ss::Run({"sh", "-c", script, "sh"}); }
 
 TEST(LimaProvision, TheSandboxesCloudConfigBecomesTwoScriptsThatParse) {
   ProvisionScripts s = CloudConfigToScripts(RenderUserData(Input()));
@@ -63,7 +61,8 @@ TEST(LimaProvision, TheSystemScriptWritesFilesExactlyAndRunsTheCommands) {
     y << YAML::Key << "content" << YAML::Value << YAML::DoubleQuoted << content << YAML::EndMap;
   }
   y << YAML::EndSeq << YAML::Key << "runcmd" << YAML::Value << YAML::BeginSeq;
-  y << YAML::Flow << YAML::BeginSeq << "touch" << Cat(tmp.path(), "/ran; echo $HOME") << YAML::EndSeq;
+  y << YAML::Flow << YAML::BeginSeq << "touch" << Cat(tmp.path(), "/ran; echo $HOME")
+    << YAML::EndSeq;
   y << YAML::EndSeq << YAML::EndMap;
   std::string system = CloudConfigToScripts(y.c_str()).system;
   ProcessResult r = Sh(system);
