@@ -18,7 +18,6 @@
 #include "backend_lima.hpp"
 
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <yaml-cpp/yaml.h>
 
 #include <ctime>
@@ -26,6 +25,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "image.hpp"
 #include "net.hpp"
 #include "output.hpp"
@@ -50,10 +50,9 @@ constexpr const char* kVmType = "qemu";
 constexpr const char* kMountType = "9p";  // Lima's default for QEMU
 #endif
 
+// Lima's name for the host's architecture (macOS says arm64).
 std::string HostArch() {
-  struct utsname u {};
-  ::uname(&u);
-  std::string machine = u.machine;
+  std::string machine = HostMachine();
   return machine == "arm64" ? "aarch64" : machine;
 }
 

@@ -1,5 +1,6 @@
 #include "host.hpp"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,11 @@
 #include "strings.hpp"
 
 namespace ss {
+
+std::string HostMachine() {
+  struct utsname u {};
+  return ::uname(&u) == 0 ? u.machine : "unknown";
+}
 
 int HostCpus() {
   long n = ::sysconf(_SC_NPROCESSORS_ONLN);

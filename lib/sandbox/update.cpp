@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "http.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -152,11 +152,7 @@ int CompareSemVer(const SemVer& a, const SemVer& b) {
   return pa.size() < pb.size() ? -1 : 1;
 }
 
-std::string ReleaseArchiveName() {
-  struct utsname u;
-  std::string machine = ::uname(&u) == 0 ? u.machine : "unknown";
-  return Cat("ss-linux-", machine, ".tar.gz");
-}
+std::string ReleaseArchiveName() { return Cat("ss-linux-", HostMachine(), ".tar.gz"); }
 
 Release FetchLatestRelease(const std::string& feed) {
   HttpRequest req;
