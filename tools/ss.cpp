@@ -20,6 +20,7 @@
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "shell_init.hpp"
 #include "shell_quote.hpp"
@@ -244,7 +245,7 @@ int Init(const std::vector<std::string>& args) {
     return 0;
   }
   if (args.size() != 2) throw UsageError(usage, "ss init", {how});
-  auto script = ShellInitScript(args[1], RealPath("/proc/self/exe"));
+  auto script = ShellInitScript(args[1], RealPath(platform::ExecutablePath()));
   if (!script) {
     std::vector<std::string> hints;
     if (auto guess = Suggest(args[1], InitShells()))

@@ -18,6 +18,7 @@
 #include "output.hpp"
 #include "packages.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
@@ -64,9 +65,8 @@ void RecordDaemon(const std::string& name, pid_t pid) {
 // A pid still naming a live process (a zombie waiting for init to reap it does not count).
 bool Alive(pid_t pid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  std::string stat = ReadFileIfExists(Cat("/proc/", pid, "/stat")).value_or("");
-  auto close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+  auto p = platform::Process(pid);
+  return !p || !p->ended;
 }
 
 void WaitGone(pid_t pid, std::chrono::milliseconds wait) {
@@ -95,9 +95,9 @@ void RemoveStalePidFile(const std::string& path, const std::string& comm) {
   auto text = ReadFileIfExists(path);
   if (!text) return;
   std::string pid(Trim(*text));
-  std::string running(Trim(ReadFileIfExists(Cat("/proc/", pid, "/comm")).value_or("")));
-  if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos && running == comm) {
-    return;
+  if (!pid.empty() && pid.size() < 10 && pid.find_first_not_of("0123456789") == std::string::npos) {
+    auto running = platform::Process(std::stoi(pid));
+    if (running && running->name == comm) return;
   }
   ::unlink(path.c_str());
 }

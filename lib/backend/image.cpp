@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "output.hpp"
 #include "packages.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "resources.hpp"
 #include "strings.hpp"
@@ -200,10 +200,9 @@ std::string FetchVerified(const NpmTarball& t, const std::string& path) {
 void UsePrivateMounts() {
   static bool done = false;
   if (done) return;
-  if (::unshare(CLONE_NEWNS) != 0 ||
-      ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+  if (int err = platform::PrivateMounts(); err != 0) {
     throw Error(kExitSoftware,
-                Cat("cannot make a mount namespace for the image build: ", std::strerror(errno)));
+                Cat("cannot make a mount namespace for the image build: ", std::strerror(err)));
   }
   done = true;
 }
@@ -228,26 +227,20 @@ void RemoveKilledBuilds(const std::string& id) {
 class ChrootMounts {
  public:
   explicit ChrootMounts(const std::string& root) {
-    Mount("proc", root + "/proc", "proc", 0);
-    Mount("sysfs", root + "/sys", "sysfs", 0);
-    // Recursive: in a container /dev is a tmpfs of bind-mounted nodes, which a plain bind leaves
-    // behind as unusable placeholders.
-    Mount("/dev", root + "/dev", nullptr, MS_BIND | MS_REC);
+    for (const char* dir : {"/proc", "/sys", "/dev"}) MakeDirs(root + dir);
+    std::string failed;
+    if (int err = platform::MountChrootSystem(root, mounted_, failed); err != 0) {
+      Unmount();
+      throw Error(kExitSoftware, Cat("cannot mount ", failed, ": ", std::strerror(err)));
+    }
   }
-  ~ChrootMounts() {
-    for (auto it = mounted_.rbegin(); it != mounted_.rend(); ++it)
-      ::umount2(it->c_str(), MNT_DETACH);
-  }
+  ~ChrootMounts() { Unmount(); }
   ChrootMounts(const ChrootMounts&) = delete;
 
  private:
-  void Mount(const char* src, const std::string& target, const char* type, unsigned long flags) {
-    MakeDirs(target);
-    if (::mount(src, target.c_str(), type, flags, nullptr) != 0) {
-      throw Error(kExitSoftware,
-                  Cat("cannot mount ", src, " on ", target, ": ", std::strerror(errno)));
-    }
-    mounted_.push_back(target);
+  void Unmount() {
+    for (auto it = mounted_.rbegin(); it != mounted_.rend(); ++it) platform::DetachMount(*it);
+    mounted_.clear();
   }
   std::vector<std::string> mounted_;
 };

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "output.hpp"
 #include "packages.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "qemu_machine.hpp"
 #include "qmp.hpp"
@@ -74,7 +74,7 @@ pid_t StartChild(const std::vector<std::string>& argv, const std::string& log, i
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, deathsig);
+    platform::SignalOnParentDeath(deathsig);
     if (::getppid() != parent) ::_exit(127);
     ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
@@ -440,22 +440,13 @@ std::string QemuPaths::VfsSocket(const std::string& tag) const {
 ProcessId IdentifyProcess(pid_t pid) {
   ProcessId p;
   p.pid = pid;
-  std::string stat = ReadFileIfExists(Cat("/proc/", pid, "/stat")).value_or("");
-  // Field 22 (starttime) counts from the one after the command name, which may hold spaces.
-  auto close = stat.rfind(')');
-  if (close == std::string::npos) return p;
-  std::vector<std::string> fields = Split(stat.substr(close + 2), ' ');
-  if (fields.size() > 19) p.start = std::stoull(fields[19]);
+  if (auto info = platform::Process(pid)) p.start = info->start;
   return p;
 }
 
 bool ProcessId::Alive() const {
-  if (pid <= 0) return false;
-  std::string stat = ReadFileIfExists(Cat("/proc/", pid, "/stat")).value_or("");
-  auto close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return false;
-  if (stat[close + 2] == 'Z' || stat[close + 2] == 'X') return false;
-  return start == 0 || IdentifyProcess(pid).start == start;
+  auto info = platform::Process(pid);
+  return info && !info->ended && (start == 0 || info->start == start);
 }
 
 std::optional<Json> ReadRunFile(const QemuPaths& paths) {
@@ -498,8 +489,8 @@ void CleanUpStale(const QemuPaths& paths) {
 int LaunchSupervisor(const QemuPaths& paths, int lock_fd, const std::string& supervisor,
                      std::chrono::seconds timeout) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw Error(kExitSoftware, Cat("cannot create a pipe: ", std::strerror(errno)));
+  if (int err = platform::Pipe(fds); err != 0) {
+    throw Error(kExitSoftware, Cat("cannot create a pipe: ", std::strerror(err)));
   }
   ProcessOptions o;
   o.new_session = true;
@@ -570,7 +561,7 @@ int RunQemuSupervisor(const std::string& dir) {
   ::fcntl(kReadyFd, F_SETFD, FD_CLOEXEC);
   ::fcntl(kLockFd, F_SETFD, FD_CLOEXEC);
   ::signal(SIGPIPE, SIG_IGN);
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  platform::AdoptOrphans();
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);

@@ -13,6 +13,7 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -191,8 +192,8 @@ void BaseRecord::Set(const std::string& path, const Version& v, const struct sta
   if (st) {
     e.cached = true;
     e.size = st->st_size;
-    e.mtime_ns = Nanos(st->st_mtim);
-    e.ctime_ns = Nanos(st->st_ctim);
+    e.mtime_ns = platform::ModifiedNs(*st);
+    e.ctime_ns = platform::ChangedNs(*st);
     e.ino = st->st_ino;
   }
   entries_[path] = e;
@@ -247,21 +248,21 @@ void BaseRecord::Look(const std::string& host_dir, const std::vector<std::string
       Set(clean, named_absent_unknown ? unknown : Version());
       continue;
     }
-    if (Nanos(st.st_ctim) >= since_ns) {
+    if (platform::ChangedNs(st) >= since_ns) {
       Set(clean, unknown);  // changed while the copy was being made
       continue;
     }
     auto old = previous.entries_.find(clean);
     if (old != previous.entries_.end() && old->second.cached && old->second.size == st.st_size &&
-        old->second.mtime_ns == Nanos(st.st_mtim) && old->second.ctime_ns == Nanos(st.st_ctim) &&
-        old->second.ino == st.st_ino) {
+        old->second.mtime_ns == platform::ModifiedNs(st) &&
+        old->second.ctime_ns == platform::ChangedNs(st) && old->second.ino == st.st_ino) {
       entries_[clean] = old->second;
       continue;
     }
     struct stat seen {};
     Version v = HostVersion(root.get(), clean, &seen);
     if (v.kind == Version::kAbsent || v.kind == Version::kUnknown ||
-        Nanos(seen.st_ctim) >= since_ns) {
+        platform::ChangedNs(seen) >= since_ns) {
       Set(clean, v.kind == Version::kAbsent && !named_absent_unknown ? Version() : unknown);
     } else {
       Set(clean, v, &seen);

@@ -10,6 +10,7 @@
 
 #include "error.hpp"
 #include "fd.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -93,12 +94,12 @@ std::string Describe(const TarEntry& e) {
 }
 
 void CopyData(int from, int64_t offset, int64_t n, int to, const std::string& what) {
-  off64_t in = offset;
+  int64_t in = offset;
   bool plain = false;
   while (n > 0) {
     ssize_t c;
     if (!plain) {
-      c = ::copy_file_range(from, &in, to, nullptr, static_cast<size_t>(n), 0);
+      c = platform::CopyRange(from, &in, to, static_cast<size_t>(n));
       if (c < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
         plain = true;
         continue;

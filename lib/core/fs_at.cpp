@@ -13,6 +13,7 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -86,11 +87,10 @@ bool SameFile(const struct stat& a, const struct stat& b) {
 }
 
 bool RenameNoReplace(int dir_fd, const std::string& from, const std::string& to) {
-#ifdef RENAME_NOREPLACE
-  if (::renameat2(dir_fd, from.c_str(), dir_fd, to.c_str(), RENAME_NOREPLACE) == 0) return true;
-  if (errno == EEXIST || errno == ENOTEMPTY) return false;
-  if (errno != EINVAL && errno != ENOSYS) PathError("rename", from, errno);
-#endif
+  int renamed = platform::RenameNoReplace(dir_fd, from.c_str(), to.c_str());
+  if (renamed == 0) return true;
+  if (renamed == EEXIST || renamed == ENOTEMPTY) return false;
+  if (renamed != ENOSYS) PathError("rename", from, renamed);
   // A file system without RENAME_NOREPLACE: check and rename under the folder's lock, which
   // every creator on this path takes.
   if (::flock(dir_fd, LOCK_EX) != 0) PathError("lock", from, errno);

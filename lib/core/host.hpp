@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "platform.hpp"
+
 namespace ss {
 
 int HostCpus();        // online CPUs
@@ -16,16 +18,8 @@ std::string HostMachine();  // uname's machine: "x86_64", "aarch64", "arm64" (ma
 uint64_t MappedIds();
 bool InUserNamespace();
 
-// How QEMU can run guests on this host, and why.
-struct Accel {
-  std::string kind;    // "kvm", "hvf" or "tcg"
-  std::string reason;  // "KVM (hardware virtualization)", "TCG: the CPU exposes no VMX/SVM"
-  bool hardware() const { return kind != "tcg"; }
-};
-
-// KVM only when hardware virtualization actually works: /dev/kvm usable, the CPU exposing VMX or
-// SVM, and not a PVM-only /dev/kvm (kvm_pvm runs only guests built for PVM, which a stock kernel
-// is not). `root` prefixes /proc, /sys and /dev (tests point it at a fake tree).
-Accel DetectAccel(const std::string& root = "");
+// How QEMU can run guests on this host, and why (platform.hpp).
+using platform::Accel;
+using platform::DetectAccel;
 
 }  // namespace ss

@@ -13,12 +13,13 @@
 
 #include "error.hpp"
 #include "fd.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss {
 
 int FreeLoopbackPort() {
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Fd fd(platform::Socket(AF_INET, SOCK_STREAM));
   if (!fd.ok()) throw Error(kExitSoftware, Cat("socket: ", std::strerror(errno)));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -41,7 +42,7 @@ bool TcpPortOpen(const std::string& host, int port, std::chrono::milliseconds ti
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return false;
   bool open = false;
   for (addrinfo* ai = res; ai && !open; ai = ai->ai_next) {
-    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    Fd fd(platform::Socket(ai->ai_family, ai->ai_socktype, /*nonblock=*/true));
     if (!fd.ok()) continue;
     int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
     if (rc == 0) {

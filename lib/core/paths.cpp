@@ -12,6 +12,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -121,11 +122,8 @@ Owner ProjectsIds() {
 uid_t ProjectsUid() { return ProjectsIds().uid; }
 
 std::string ExecutableDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  return Dirname(buf);
+  std::string self = platform::ExecutablePath();
+  return self.empty() ? "." : Dirname(self);
 }
 
 std::string DisplayPath(const std::string& path) {

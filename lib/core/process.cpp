@@ -17,6 +17,7 @@
 #include "fd.hpp"
 #include "host_commands.hpp"
 #include "output.hpp"
+#include "platform.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
 
@@ -27,8 +28,8 @@ namespace {
 
 void MakePipe(Fd& read_end, Fd& write_end) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw Error(kExitSoftware, Cat("cannot create a pipe: ", std::strerror(errno)));
+  if (int err = platform::Pipe(fds); err != 0) {
+    throw Error(kExitSoftware, Cat("cannot create a pipe: ", std::strerror(err)));
   }
   read_end.Reset(fds[0]);
   write_end.Reset(fds[1]);

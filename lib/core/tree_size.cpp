@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "fd.hpp"
 #include "fs_at.hpp"
+#include "platform.hpp"
 
 namespace ss {
 namespace {
@@ -37,31 +37,12 @@ struct TreeState {
 };
 
 // Calls fn(name, d_type) for each entry of the open directory `fd` (from its current offset),
-// leaving `fd` open. On Linux it reads with getdents64 straight into a buffer: no DIR* and no
-// second descriptor per directory, which matters when most directories hold a few files.
+// leaving `fd` open: on Linux with no DIR* and no second descriptor per directory, which matters
+// when most directories hold a few files (platform.hpp).
 template <typename Fn>
 void ForEachEntry(int fd, Fn&& fn) {
-#if defined(__linux__) && defined(SYS_getdents64)
-  struct LinuxDirent64 {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[1];
-  };
-  alignas(8) char buf[32 * 1024];
-  while (true) {
-    long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
-    if (n <= 0) return;
-    for (long off = 0; off < n;) {
-      auto* e = reinterpret_cast<LinuxDirent64*>(buf + off);
-      fn(static_cast<const char*>(e->d_name), e->d_type);
-      off += e->d_reclen;
-    }
-  }
-#else
-  for (const auto& [name, type] : ReadDirAt(fd)) fn(name.c_str(), type);
-#endif
+  platform::DirReader reader(fd);
+  while (auto e = reader.Next()) fn(e->name, e->type);
 }
 
 class Walker {

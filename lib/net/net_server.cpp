@@ -6,8 +6,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <linux/netfilter_ipv4.h>
-#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,6 +35,7 @@
 #include "net_ca.hpp"
 #include "net_policy.hpp"
 #include "net_secrets.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 #include "timefmt.hpp"
 #include "tls_hello.hpp"
@@ -101,7 +100,7 @@ class PolicyFile {
       out = "missing";
       return;
     }
-    out = Cat(st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
+    out = Cat(st.st_ino, ":", st.st_size, ":", platform::ModifiedNs(st));
   }
 
   std::string path_;
@@ -474,7 +473,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       for (;;) {
         co_await from.async_wait(tcp::socket::wait_read, use_awaitable);
         int ends[2];
-        if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) co_return fail(false);
+        if (platform::Pipe(ends, /*nonblock=*/true) != 0) co_return fail(false);
         Fd out(ends[0]), in(ends[1]);
         for (;;) {
           ssize_t n = ::splice(from.native_handle(), nullptr, in.get(), nullptr, kSpliceChunk,
@@ -928,15 +927,11 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   // ----- transparent interception -----
 
   static std::optional<tcp::endpoint> OriginalDestination(tcp::socket& client) {
-    int fd = client.native_handle();
-    sockaddr_storage ss{};
-    socklen_t length = sizeof ss;
-    if (client.local_endpoint().address().is_v6() &&
-        !client.local_endpoint().address().to_v6().is_v4_mapped()) {
-      if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &ss, &length) != 0) return std::nullopt;
-    } else if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &ss, &length) != 0) {
-      return std::nullopt;
-    }
+    auto local = client.local_endpoint().address();
+    auto original = platform::OriginalDestination(client.native_handle(),
+                                                  local.is_v6() && !local.to_v6().is_v4_mapped());
+    if (!original) return std::nullopt;
+    const sockaddr_storage& ss = *original;
     // The kernel may leave `length` as it was: read the address by its family, never by length.
     if (ss.ss_family == AF_INET) {
       sockaddr_in in{};

@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "host.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -108,32 +109,6 @@ CheckResult BrowserThroughTunnel(SshConnection& conn, int port) {
   } catch (const Error& e) {
     return Failed(name, e.what());
   }
-}
-
-std::string Virtualization() {
-#ifdef __APPLE__
-  return "HVF (Hypervisor.framework)";
-#else
-  bool dev_kvm = PathExists("/dev/kvm");
-  if (dev_kvm && IsDirectory("/sys/module/kvm_pvm")) {
-    return "PVM: /dev/kvm runs only PVM guests, so QEMU uses TCG (software, slow)";
-  }
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  bool hw = false;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) == 0) {
-      std::istringstream words(line);
-      std::string w;
-      while (words >> w) hw = hw || w == "vmx" || w == "svm";
-      break;
-    }
-  }
-  if (dev_kvm && hw) return "KVM (hardware virtualization)";
-  if (hw)
-    return "TCG: the CPU has virtualization but /dev/kvm is missing (load kvm_intel or kvm_amd)";
-  return "TCG: no hardware virtualization (software, slow)";
-#endif
 }
 
 CheckResult DiskSpace() {
@@ -307,9 +282,43 @@ CheckResult EgressCheck(const Config& config) {
   return Ok("egress", Cat(policy, "; fenced on the host (nftables, ss-net)"));
 }
 
+std::vector<CheckResult> MacChecks(const platform::MacHost& mac) {
+  std::vector<CheckResult> checks;
+  if (!mac.is_macos) return checks;
+  int major = std::atoi(mac.version.c_str());
+  if (major >= 13) {
+    checks.push_back(Ok("macos", Cat("macOS ", mac.version)));
+  } else {
+    checks.push_back(
+        Failed("macos",
+               Cat("macOS ", mac.version.empty() ? "of an unknown version" : mac.version,
+                   ": Lume and Lima's vz machines need macOS 13 (Ventura) or later"),
+               "update macOS (System Settings > General > Software Update)"));
+  }
+  if (mac.apple_silicon) {
+    checks.push_back(Ok("apple silicon", "Apple Silicon (arm64)"));
+  } else {
+    checks.push_back(Warning("apple silicon",
+                             "an Intel Mac: Lume runs on Apple Silicon only (Lima and Docker "
+                             "still do)",
+                             "use --backend lima or --backend docker"));
+  }
+  if (mac.virtualization) {
+    checks.push_back(
+        Ok("virtualization.framework", "Virtualization.framework can run virtual machines"));
+  } else {
+    checks.push_back(Failed("virtualization.framework",
+                            "this Mac cannot run virtual machines (kern.hv_support is 0): a Mac "
+                            "that is itself a virtual machine usually cannot",
+                            "run ss on the Mac itself, or use --backend docker"));
+  }
+  return checks;
+}
+
 std::vector<CheckResult> Doctor(const Config& config) {
   std::vector<CheckResult> checks;
-  checks.push_back(Ok("virtualization", Virtualization()));
+  checks.push_back(Ok("virtualization", DetectAccel().reason));
+  for (auto& c : MacChecks(platform::Mac())) checks.push_back(std::move(c));
   std::vector<CheckResult> backends;
   bool any = false;
   for (const auto& name : BackendNames()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "json_out.hpp"
+#include "platform.hpp"
 
 namespace ss {
 
@@ -32,8 +33,13 @@ Json ChecksJson(const std::vector<CheckResult>& checks);
 // Without SSH the others cannot be looked at: they fail with that reason.
 std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config);
 
-// Virtualization, each backend's CheckHost(), disk space, Claude Code and Chrome on the host,
-// the browser bridge socket. Backends that cannot run are warnings, unless none can.
+// On macOS, what Lume and Lima need of the Mac: macOS 13 or later, Apple Silicon (Lume alone;
+// a warning), Virtualization.framework able to run machines. Nothing elsewhere.
+std::vector<CheckResult> MacChecks(const platform::MacHost& mac);
+
+// Virtualization, the Mac's checks (above), each backend's CheckHost(), disk space, Claude Code and
+// Chrome on the host, the browser bridge socket. Backends that cannot run are warnings, unless none
+// can.
 std::vector<CheckResult> Doctor(const Config& config);
 
 }  // namespace ss

@@ -22,6 +22,7 @@
 #include "host_commands.hpp"
 #include "json_out.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "resources.hpp"
 #include "strings.hpp"
@@ -204,13 +205,9 @@ ProjectMetadata EstimateMetadata(int project_fd, const MetadataRead& read) {
   ::fstat(project_fd, &st);
   SystemTime mtime{std::chrono::seconds(st.st_mtime)};
   SystemTime born = mtime;
-#if defined(STATX_BTIME)
-  struct statx sx {};
-  if (::statx(project_fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) == 0 &&
-      (sx.stx_mask & STATX_BTIME) != 0) {
-    born = std::min(born, SystemTime{std::chrono::seconds(sx.stx_btime.tv_sec)});
+  if (auto birth = platform::BirthTime(project_fd)) {
+    born = std::min(born, SystemTime{std::chrono::seconds(*birth)});
   }
-#endif
   if (!have_created) m.created = have_accessed ? std::min(born, m.last_accessed) : born;
   if (!have_accessed) m.last_accessed = std::max(mtime, m.created);
   if (!have_repo) m.github_repo = GitHubRepoOfCheckout(project_fd);

@@ -22,6 +22,7 @@
 #include "http.hpp"
 #include "net.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "strings.hpp"
 
@@ -53,7 +54,7 @@ std::string OwnershipProblem(const struct stat& st, const BridgeUser& user) {
 // Connects to a unix socket without blocking: whether something listens there.
 bool Listening(const std::string& path) {
   if (path.size() >= sizeof(sockaddr_un::sun_path)) return false;
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  Fd fd(platform::Socket(AF_UNIX, SOCK_STREAM, /*nonblock=*/true));
   if (!fd.ok()) return false;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -62,25 +63,18 @@ bool Listening(const std::string& path) {
 }
 
 std::optional<bool> ChromeRunning() {
-#ifdef __linux__
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return std::nullopt;
-  bool found = false;
-  while (dirent* e = ::readdir(d)) {
-    if (std::atoi(e->d_name) <= 0) continue;
-    auto comm = ReadFileIfExists(Cat("/proc/", e->d_name, "/comm"));
-    if (!comm) continue;
-    std::string name(Trim(*comm));
-    if (name == "chrome" || name == "google-chrome" || name.rfind("chromium", 0) == 0) {
-      found = true;
-      break;
+  auto pids = platform::Processes();
+  if (pids.empty()) return std::nullopt;
+  for (pid_t pid : pids) {
+    auto p = platform::Process(pid);
+    if (!p) continue;
+    const std::string& name = p->name;
+    if (name == "chrome" || name == "google-chrome" || name.rfind("chromium", 0) == 0 ||
+        name == "Google Chrome") {
+      return true;
     }
   }
-  ::closedir(d);
-  return found;
-#else
-  return std::nullopt;
-#endif
+  return false;
 }
 
 }  // namespace
@@ -147,7 +141,7 @@ SocketDiscovery DiscoverHostSockets(bool probe) {
     s.path = Cat(d.dir, "/", name);
     struct stat sst;
     if (::lstat(s.path.c_str(), &sst) != 0) continue;
-    s.mtime_ns = static_cast<int64_t>(sst.st_mtim.tv_sec) * 1000000000 + sst.st_mtim.tv_nsec;
+    s.mtime_ns = platform::ModifiedNs(sst);
     s.problem = S_ISSOCK(sst.st_mode) ? OwnershipProblem(sst, user) : "is not a socket";
     (s.problem.empty() ? d.usable : d.refused).push_back(std::move(s));
   }

@@ -14,6 +14,7 @@
 #include "net_fence.hpp"
 #include "net_store.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "sandbox.hpp"
 #include "strings.hpp"
@@ -34,9 +35,7 @@ int RunningPid(const std::string& sandbox) {
   if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer()) return 0;
   int pid = j["pid"].get<int>();
   if (pid <= 0 || ::kill(pid, 0) != 0) return 0;
-  auto cmdline = ReadFileIfExists(Cat("/proc/", pid, "/cmdline"));
-  if (!cmdline) return 0;
-  std::vector<std::string> argv = Split(*cmdline, '\0');
+  std::vector<std::string> argv = platform::ProcessArgs(pid);
   bool ours = !argv.empty() && Basename(argv[0]) == "ss-net";
   bool for_it = false;
   for (size_t i = 0; i + 1 < argv.size(); ++i) {

@@ -20,6 +20,7 @@
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "sandbox.hpp"
 #include "ssh.hpp"
@@ -96,7 +97,7 @@ SharedCommand Decode(std::string_view body) {
 
 bool SendAll(int fd, std::string_view data) {
   while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    ssize_t n = ::send(fd, data.data(), data.size(), platform::kSendFlags);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
@@ -260,7 +261,7 @@ Fd ConnectMaster(const std::string& sandbox) {
   std::string path = SocketBase(sandbox) + ".sock";
   sockaddr_un addr{};
   if (path.size() >= sizeof addr.sun_path) return Fd();
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Fd fd(platform::Socket(AF_UNIX, SOCK_STREAM));
   if (!fd.ok()) return fd;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
@@ -300,15 +301,15 @@ std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& co
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
-  if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof header) ||
+  if (::sendmsg(fd, &msg, platform::kSendFlags) != static_cast<ssize_t>(sizeof header) ||
       !SendAll(fd, body)) {
     return std::nullopt;  // a master on its way out: run the command the long way
   }
   Debug(Cat("shared session: ", Join(command.argv, " ")));
 
   int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw Error(kExitRemote, Cat("cannot create a pipe: ", std::strerror(errno)));
+  if (int err = platform::Pipe(pipefd, /*nonblock=*/true); err != 0) {
+    throw Error(kExitRemote, Cat("cannot create a pipe: ", std::strerror(err)));
   }
   Fd signal_r(pipefd[0]), signal_w(pipefd[1]);
   g_signal_pipe = pipefd[1];

@@ -77,3 +77,24 @@ dialect() {
   run pyflakes3 "${files[@]/#/$SS_SOURCE_DIR/}"
   [ "$status" -eq 0 ] || fail "$output"
 }
+
+@test "only lib/platform calls what one system alone has (Linux's or macOS's interfaces)" {
+  # Headers and calls that Linux or macOS alone has, as whole words; lib/platform/platform_*.cpp
+  # holds them all (platform.hpp), so the rest of the tree compiles on both.
+  local headers='#include <(linux/|sys/(prctl|mount|vfs|syscall|epoll|sysmacros|inotify|signalfd|eventfd|capability|fsuid|sendfile|statfs|sysctl|proc_info)\.h|libproc\.h|mach/|mach-o/)'
+  local calls='pipe2|accept4|dup3|SOCK_CLOEXEC|SOCK_NONBLOCK|O_PATH|O_TMPFILE|O_NOATIME|statx|copy_file_range|renameat2|renameatx_np|syscall|prctl|unshare|setns|MSG_NOSIGNAL|SO_NOSIGPIPE|SO_PEERCRED|SO_ORIGINAL_DST|memfd_create|signalfd|eventfd|epoll_create1?|execvpe|get_current_dir_name|strchrnul|TEMP_FAILURE_RETRY|program_invocation_name|posix_fadvise|fallocate|AT_EMPTY_PATH|F_SETPIPE_SZ|getdents64|off64_t|sysctlbyname|proc_pidinfo|proc_listallpids|_NSGetExecutablePath|st_birthtimespec|st_mtim|st_atim'
+  local files
+  files=$(cd "$SS_SOURCE_DIR" && find lib tools tests/unit -name '*.cpp' -o -name '*.hpp' | grep -v '^lib/platform/' | sort)
+  [ "$(wc -l <<<"$files")" -gt 100 ]
+  # Comments and strings are not calls: drop them before looking.
+  local f hits=$BATS_TEST_TMPDIR/hits
+  : >"$hits"
+  while read -r f; do
+    sed -E 's/"([^"\\]|\\.)*"/""/g; s|//.*||' "$SS_SOURCE_DIR/$f" |
+      { grep -n -E "$headers|\\b($calls)\\b" || true; } | sed "s|^|$f:|" >>"$hits"
+  done <<<"$files"
+  [ ! -s "$hits" ] || fail "outside lib/platform: $(cat "$hits")"
+  # And lib/platform itself holds them (the check above would pass on an empty pattern).
+  run grep -c -E '\b(pipe2|prctl|statx)\b' "$SS_SOURCE_DIR/lib/platform/platform_linux.cpp"
+  [ "$output" -ge 3 ]
+}

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss::testing {
@@ -103,7 +104,7 @@ class EchoServer {
 };
 
 inline int ConnectTcp(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = platform::Socket(AF_INET, SOCK_STREAM);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -118,7 +119,7 @@ inline int ConnectTcp(int port) {
 }
 
 inline int ConnectUnix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = platform::Socket(AF_UNIX, SOCK_STREAM);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
@@ -180,8 +181,9 @@ inline std::string EchoRoundTrips(const std::function<int()>& connect, int conne
       if (c.eof) continue;
       pollfd& p = fds[i++];
       if ((p.revents & POLLOUT) && c.written < c.sent.size()) {
-        ssize_t n = ::send(c.fd, c.sent.data() + c.written,
-                           std::min<size_t>(1 << 16, c.sent.size() - c.written), MSG_NOSIGNAL);
+        ssize_t n =
+            ::send(c.fd, c.sent.data() + c.written,
+                   std::min<size_t>(1 << 16, c.sent.size() - c.written), platform::kSendFlags);
         if (n > 0) c.written += static_cast<size_t>(n);
         if (n < 0 && errno != EAGAIN) return Cat("send: ", std::strerror(errno));
         if (c.written == c.sent.size()) ::shutdown(c.fd, SHUT_WR);

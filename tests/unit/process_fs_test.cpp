@@ -8,6 +8,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "strings.hpp"
 
@@ -44,7 +45,7 @@ TEST(Process, EnvAndCwd) {
 
 TEST(Process, PassesDescriptorsUnderTheirNewNumbers) {
   int fds[2];
-  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  ASSERT_EQ(platform::Pipe(fds), 0);
   ProcessOptions o;
   // The write end lands on 3, whatever its number here (even 3 itself).
   o.pass_fds = {{fds[1], 3}};

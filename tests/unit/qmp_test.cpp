@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fs.hpp"
+#include "platform.hpp"
 
 namespace ss {
 namespace {
@@ -22,7 +23,7 @@ class FakeMonitor {
  public:
   using Answer = std::function<std::vector<std::string>(const std::string& request)>;
   FakeMonitor(const std::string& path, Answer answer) : answer_(std::move(answer)) {
-    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    listen_fd_ = platform::Socket(AF_UNIX, SOCK_STREAM);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());

@@ -22,6 +22,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "platform.hpp"
 #include "sshd_fixture.hpp"
 #include "strings.hpp"
 
@@ -125,7 +126,7 @@ TEST(RemoteSocket, StaleSocketIsReplacedLiveOneIsNot) {
   std::string path = sshd.Path("remote.sock");
   {
     // A socket nobody listens on any more.
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = platform::Socket(AF_UNIX, SOCK_STREAM);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
@@ -181,7 +182,8 @@ std::string KnockWith(const std::string& rendezvous, const std::string& head) {
   int fd = ConnectUnix(rendezvous);
   if (fd < 0) return "cannot connect";
   Fd guard(fd);
-  if (::send(fd, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
+  if (::send(fd, head.data(), head.size(), platform::kSendFlags) !=
+      static_cast<ssize_t>(head.size())) {
     return "closed";
   }
   ::shutdown(fd, SHUT_WR);
@@ -311,7 +313,7 @@ class ForeignLeader {
       : answer_(std::move(answer)), ctl_path_(path + ".ctl") {
     lock_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     EXPECT_EQ(::flock(lock_, LOCK_EX | LOCK_NB), 0);
-    ctl_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    ctl_ = platform::Socket(AF_UNIX, SOCK_SEQPACKET);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::snprintf(a.sun_path, sizeof a.sun_path, "%s", ctl_path_.c_str());
@@ -389,7 +391,7 @@ TEST(RemoteSocket, TheListenerHandsNothingToHelpersOfAnotherProtocol) {
       RemoteSocketForward::Start(conn, path, {}, [&] { return std::vector{Unix(echo.path())}; });
   LoopThread loop(conn);
   auto join = [&](const std::string& hello) {
-    int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int s = platform::Socket(AF_UNIX, SOCK_SEQPACKET);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::snprintf(a.sun_path, sizeof a.sun_path, "%s.ctl", path.c_str());

@@ -13,6 +13,7 @@
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "platform.hpp"
 #include "ssh.hpp"
 #include "ssh_keys.hpp"
 #include "sshd_fixture.hpp"
@@ -285,9 +286,9 @@ TEST(SshStream, PipesBothWaysWithBackpressure) {
   std::mt19937 rng(6);
   std::string data = RandomBytes(rng, 16 << 20);
   int in[2], out[2], err[2];
-  ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
-  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
+  ASSERT_EQ(platform::Pipe(in), 0);
+  ASSERT_EQ(platform::Pipe(out), 0);
+  ASSERT_EQ(platform::Pipe(err), 0);
   std::thread writer([&] {
     size_t off = 0;
     while (off < data.size()) {
@@ -325,7 +326,7 @@ TEST(SshStream, ClosedStdoutAndSignals) {
   TestSshd sshd;
   SshConnection conn(sshd.endpoint(), Named());
   int out[2];
-  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  ASSERT_EQ(platform::Pipe(out), 0);
   int flags = ::fcntl(out[1], F_GETFL);
   ::close(out[0]);
   StreamOptions o;
@@ -411,7 +412,8 @@ TEST(SshStreamAsync, CommandSplicedToASocketUntilClosed) {
   TestSshd sshd;
   SshConnection conn(sshd.endpoint(), Named());
   int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  for (int fd : pair) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   StreamOptions o;
   o.in_fd = pair[1];
   o.out_fd = pair[1];
@@ -453,7 +455,7 @@ TEST(SshStreamAsync, CommandSplicedToASocketUntilClosed) {
     return false;
   };
   int pipe_fds[2];
-  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  ASSERT_EQ(platform::Pipe(pipe_fds), 0);
   std::optional<int> watchdog_status;
   StreamOptions watch;
   watch.in_fd = pipe_fds[0];

@@ -8,6 +8,7 @@
 #include "echo_peer.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "platform.hpp"
 #include "ssh.hpp"
 #include "sshd_fixture.hpp"
 
@@ -101,7 +102,7 @@ TEST(SshForward, LocalUnixListenerReplacesOnlyStaleSockets) {
   EXPECT_TRUE(PathExists(path));
   ::unlink(path.c_str());
   // A socket file left behind by a server that died: replaced.
-  int stale = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int stale = platform::Socket(AF_UNIX, SOCK_STREAM);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fs.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "ssh.hpp"
 #include "ssh_keys.hpp"
@@ -36,7 +37,7 @@ namespace ss::testing {
 
 // A loopback TCP port nobody listens on right now (bind 0, read it, close).
 inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = platform::Socket(AF_INET, SOCK_STREAM);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -51,7 +52,7 @@ inline int FreePort() {
 }
 
 inline bool CanConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = platform::Socket(AF_INET, SOCK_STREAM);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
