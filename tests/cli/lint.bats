@@ -98,3 +98,22 @@ dialect() {
   run grep -c -E '\b(pipe2|prctl|statx)\b' "$SS_SOURCE_DIR/lib/platform/platform_linux.cpp"
   [ "$output" -ge 3 ]
 }
+
+@test "the Homebrew formula is Ruby and names every library the build looks for" {
+  local formula=$SS_SOURCE_DIR/packaging/homebrew/ss.rb
+  run ruby -c "$formula"
+  [ "$status" -eq 0 ] || fail "$output"
+  # What CMakeLists.txt finds, and the formula's name for it.
+  local -A brew=([Boost]=boost [nlohmann_json]=nlohmann-json [yaml-cpp]=yaml-cpp [PkgConfig]=pkgconf
+    [libssh]=libssh [libcurl]=curl [OpenSSL]=openssl@3 [asio.hpp]=asio [scdoc]=scdoc [Threads]=-)
+  local found name
+  found=$(cat "$SS_SOURCE_DIR/CMakeLists.txt" "$SS_SOURCE_DIR/man/CMakeLists.txt" |
+    sed -n -E 's/.*(find_package|find_path|find_program)\([A-Z_]+ ([^ )]+).*/\2/p; s/.*find_package\(([^ )]+).*/\1/p; s/.*pkg_check_modules\([A-Z_]+ REQUIRED IMPORTED_TARGET ([a-z]+).*/\1/p')
+  [ "$(wc -l <<<"$found")" -ge 9 ] || fail "read too few: $found"
+  for name in $found; do
+    [ -n "${brew[$name]:-}" ] || fail "CMakeLists.txt looks for $name: add it to the formula and to this test"
+    [ "${brew[$name]}" = - ] && continue
+    grep -q -E "(depends_on|uses_from_macos) \"${brew[$name]}\"" "$formula" ||
+      fail "the formula lacks ${brew[$name]} (CMakeLists.txt looks for $name)"
+  done
+}
