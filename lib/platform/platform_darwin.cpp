@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <libproc.h>
 #include <mach-o/dyld.h>
+#include <stdio.h>  // renameatx_np, RENAME_EXCL
 #include <sys/mount.h>
 #include <sys/param.h>
-#include <sys/proc.h>
 #include <sys/proc_info.h>
 #include <sys/stat.h>
 #include <sys/sysctl.h>
@@ -16,7 +16,6 @@
 
 #include <cerrno>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -141,7 +140,8 @@ std::optional<ProcessInfo> Process(pid_t pid) {
   ProcessInfo p;
   p.name = std::string(info.pbi_comm, strnlen(info.pbi_comm, sizeof info.pbi_comm));
   p.start = info.pbi_start_tvsec * 1000000ull + info.pbi_start_tvusec;
-  p.ended = info.pbi_status == SZOMB;
+  constexpr uint32_t kZombie = 5;  // SZOMB in <sys/proc.h>
+  p.ended = info.pbi_status == kZombie;
   return p;
 }
 
