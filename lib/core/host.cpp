@@ -19,8 +19,6 @@ int HostCpus() {
 
 int64_t HostMemory() { return platform::MemoryBytes(); }
 
-uint64_t MappedIds() { return platform::MappedIds(); }
-
 bool InUserNamespace() { return MappedIds() < 4294967295u; }
 
 }  // namespace ss

@@ -8,15 +8,14 @@
 
 namespace ss {
 
-int HostCpus();        // online CPUs
-int64_t HostMemory();  // bytes of RAM (MemTotal)
+int HostCpus();             // online CPUs
+int64_t HostMemory();       // bytes of RAM (MemTotal)
 std::string HostMachine();  // uname's machine: "x86_64", "aarch64", "arm64" (macOS)
 
-// How many user ids this process's user namespace maps (one past the highest id inside):
-// 4294967295 at the top level, fewer inside a container with a user namespace (where, among
-// other things, device nodes cannot be made).
-uint64_t MappedIds();
+// Fewer than all ids mapped (platform::MappedIds): inside a container with a user namespace,
+// where, among other things, device nodes cannot be made.
 bool InUserNamespace();
+using platform::MappedIds;
 
 // How QEMU can run guests on this host, and why (platform.hpp).
 using platform::Accel;

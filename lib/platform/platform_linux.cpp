@@ -40,16 +40,6 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
-// /proc/PID/stat after the command's name (which may hold spaces and parentheses): the state,
-// then the fields from ppid on.
-std::optional<std::string> StatAfterName(pid_t pid) {
-  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return std::nullopt;
-  auto close = stat->rfind(')');
-  if (close == std::string::npos || close + 2 >= stat->size()) return std::nullopt;
-  return stat->substr(close + 2);
-}
-
 void CloseKeepErrno(int fd) {
   int err = errno;
   ::close(fd);
@@ -129,21 +119,24 @@ std::string ExecutablePath() {
 
 std::optional<ProcessInfo> Process(pid_t pid) {
   if (pid <= 0) return std::nullopt;
-  auto rest = StatAfterName(pid);
-  if (!rest) return std::nullopt;
+  // "pid (name) state ... starttime ...": the name (comm) may hold spaces and parentheses, so
+  // it ends at the last ')'; starttime is field 22 of the line, the 20th after the state.
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return std::nullopt;
+  auto open = stat->find('('), close = stat->rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open ||
+      close + 2 >= stat->size()) {
+    return std::nullopt;
+  }
   ProcessInfo p;
-  p.ended = (*rest)[0] == 'Z' || (*rest)[0] == 'X';
-  // starttime is field 22 of the whole line, the 20th after the state.
-  std::istringstream fields(*rest);
+  p.name = stat->substr(open + 1, close - open - 1);
+  char state = (*stat)[close + 2];
+  p.ended = state == 'Z' || state == 'X';
+  std::istringstream fields(stat->substr(close + 2));
   std::string f;
   for (int i = 0; i < 20 && fields >> f; ++i) {
   }
   if (fields) p.start = std::strtoull(f.c_str(), nullptr, 10);
-  auto comm = ReadFile("/proc/" + std::to_string(pid) + "/comm");
-  if (comm) {
-    p.name = *comm;
-    while (!p.name.empty() && p.name.back() == '\n') p.name.pop_back();
-  }
   return p;
 }
 
