@@ -556,6 +556,8 @@ int Setup(const VmLine& o) {
     if (!o.stop) report = SetupPodman(progress);
   } else if (backend == "lima") {
     if (!o.stop) report = SetupLima(progress);
+  } else if (backend == "lume") {
+    if (!o.stop) report = SetupLume(progress);
   } else if (!o.stop) {
     report = SetupQemu(progress);
   }
@@ -577,6 +579,7 @@ int Setup(const VmLine& o) {
                     : backend == "docker" ? "Docker"
                     : backend == "podman" ? "Podman"
                     : backend == "lima"   ? "Lima"
+                    : backend == "lume"   ? "Lume"
                                           : "QEMU")
                 << " is ready; nothing to change.\n";
     }

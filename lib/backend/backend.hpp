@@ -112,6 +112,9 @@ class Backend {
   virtual Probe CheckHost() = 0;
 
   virtual SandboxState State(const std::string& name) = 0;
+  // Whether its machines are made from ss's image (SandboxSpec::image_id); Lume's are made from
+  // an image of Lume's own.
+  virtual bool UsesImage() const { return true; }
   // Creates the machine from the base image with the spec's provisioning, and starts it.
   virtual void Create(const SandboxSpec& spec, Progress& progress) = 0;
   virtual void Start(const std::string& name, const Resources& resources) = 0;

@@ -1,9 +1,11 @@
 #include "backend_factory.hpp"
 
+#include <cstdlib>
 #include <map>
 
 #include "backend_docker.hpp"
 #include "backend_lima.hpp"
+#include "backend_lume.hpp"
 #include "backend_lxd.hpp"
 #include "backend_qemu.hpp"
 #include "config.hpp"
@@ -13,7 +15,25 @@
 
 namespace ss {
 
-std::vector<std::string> BackendNames() { return {"qemu", "lxd", "docker", "podman", "lima"}; }
+namespace {
+
+// Lume drives Apple's Virtualization.framework: elsewhere only a server that stands in for one
+// (SS_LUME_URL) can answer.
+bool LumeAvailable() {
+#ifdef __APPLE__
+  return true;
+#else
+  return std::getenv("SS_LUME_URL") != nullptr;
+#endif
+}
+
+}  // namespace
+
+std::vector<std::string> BackendNames() {
+  std::vector<std::string> names{"qemu", "lxd", "docker", "podman", "lima"};
+  if (LumeAvailable()) names.push_back("lume");
+  return names;
+}
 
 std::vector<std::string> AutoBackendNames() {
 #ifdef __APPLE__
@@ -36,6 +56,11 @@ std::map<std::string, BackendFactory>& Registry() {
       {"podman", [](const Config&) { return std::make_unique<ContainerBackend>("podman"); }},
       {"lima", [](const Config&) { return std::make_unique<LimaBackend>(); }},
   };
+  if (LumeAvailable()) {
+    r.emplace("lume", [](const Config&) {
+      return std::make_unique<LumeBackend>(LumeUrl(), StateDir() + "/lume");
+    });
+  }
   return r;
 }
 
@@ -48,14 +73,7 @@ void RegisterBackend(const std::string& kind, BackendFactory factory) {
 std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& config) {
   if (auto it = Registry().find(kind); it != Registry().end()) return it->second(config);
   std::string hint = Cat("use one of: auto, ", Join(BackendNames(), ", "));
-#ifndef __APPLE__
-  // Lume drives Apple's Virtualization.framework: there is no Lume anywhere else.
   if (kind == "lume") throw Error(kExitUnavailable, "Lume runs on macOS only", {}, {hint});
-#endif
-  if (kind == "lume") {
-    throw Error(kExitUnavailable, Cat("the ", kind, " backend is not available in this build"), {},
-                {hint});
-  }
   throw Error(kExitUsage, Cat("unknown or unavailable backend '", kind, "'"), {}, {hint});
 }
 

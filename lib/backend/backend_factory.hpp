@@ -19,7 +19,8 @@ std::unique_ptr<Backend> MakeBackend(const std::string& kind, const Config& conf
 // Makes `kind` known to MakeBackend, or replaces it (tests register the in-memory fake this way).
 using BackendFactory = std::function<std::unique_ptr<Backend>(const Config&)>;
 void RegisterBackend(const std::string& kind, BackendFactory factory);
-// The backends this build knows: qemu, lxd, docker, podman, lima.
+// The backends this build knows: qemu, lxd, docker, podman, lima, and lume on macOS (elsewhere
+// only with SS_LUME_URL, a server that stands in for Lume).
 std::vector<std::string> BackendNames();
 // Those `auto` chooses from, in preference order: qemu, lxd, docker, podman (on macOS: lume,
 // lima, docker).

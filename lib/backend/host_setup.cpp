@@ -15,6 +15,7 @@
 #include "fs.hpp"
 #include "host.hpp"
 #include "json_out.hpp"
+#include "lume_api.hpp"
 #include "output.hpp"
 #include "packages.hpp"
 #include "paths.hpp"
@@ -665,6 +666,15 @@ SetupReport SetupLima(Progress& progress) {
   if (!LocateCommand("limactl")) {
     throw Error(kExitUnavailable, "Lima is not installed (no limactl)", {},
                 {"install Lima 2 or later: https://lima-vm.io/docs/installation/"});
+  }
+  return report;
+}
+
+SetupReport SetupLume(Progress& progress) {
+  SetupReport report;
+  Append(report, InstallFor({"core"}, "ss vm setup --backend lume", progress));
+  if (!LocateCommand("lume")) {
+    throw Error(kExitUnavailable, "Lume is not installed (no lume)", {}, {kLumeInstallHint});
   }
   return report;
 }

@@ -37,6 +37,8 @@ SetupReport SetupQemu(Progress& progress);
 // Lima: what ss and the image build need; Lima itself is the user's to install (no archive
 // Debian 12 has carries it): ss::Error(69) saying where from when limactl is missing.
 SetupReport SetupLima(Progress& progress);
+// Lume: the core packages; Lume itself comes from its own installer.
+SetupReport SetupLume(Progress& progress);
 
 // Whether an init system manages services here (systemd as PID 1).
 bool HaveSystemd();

@@ -246,7 +246,7 @@ void Sandbox::set_shares(Shares shares) {
 }
 
 void Sandbox::Create(Progress& progress, const std::string& deploy) {
-  ImageInfo image = EnsureImage(config_, progress);
+  ImageInfo image = backend_->UsesImage() ? EnsureImage(config_, progress) : ImageInfo{};
   MakeDirs(Dir(), 0700);
   std::string client_key = EnsureClientKey();
   // The host key is made here and pinned before the machine exists: the first connection is

@@ -99,7 +99,7 @@ hint: start it: ss vm setup --backend lxd"
   assert_equal "$status" 69
 }
 
-@test "Lume is refused as macOS-only (69); Lima without limactl says where Lima comes from (69)" {
+@test "Lume is refused as macOS-only (69); Lima and Lume without their tools say where they come from (69)" {
   run --separate-stderr ss vm start --backend lume
   assert_equal "$status" 69
   assert_equal "$stderr" "ss-vm: error: Lume runs on macOS only
@@ -109,6 +109,14 @@ hint: use one of: auto, qemu, lxd, docker, podman, lima"
   assert_equal "$status" 69
   assert_equal "$stderr" "ss-vm: error: Lima is not installed (no limactl)
 hint: install Lima 2 or later: https://lima-vm.io/docs/installation/"
+  # A server that stands in for Lume makes the backend exist; with nothing answering there and
+  # no lume to start one, it says where Lume comes from.
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  SS_LUME_URL="http://127.0.0.1:$port" PATH=$(dirname "$(command -v ss)"):/usr/bin:/bin \
+    run --separate-stderr ss vm start --backend lume
+  assert_equal "$status" 69
+  assert_equal "$stderr" "ss-vm: error: Lume is not installed (no lume)
+hint: install Lume: https://github.com/trycua/cua/tree/main/libs/lume"
   run ss vm list
   refute_output --partial super-sandbox
 }
