@@ -129,6 +129,9 @@ class Backend {
   // True when a snapshot of the running machine holds only its disk, and the machine's own kernel
   // may still hold written data in memory (a VM): the guest is told to write it out first.
   virtual bool SnapshotSeesOnlyTheDisk() const { return false; }
+  // True when a snapshot of the running machine stops it and starts it again (Lume copies only
+  // a stopped machine): every connection to it ends.
+  virtual bool SnapshotRestarts() const { return false; }
   virtual void RestoreSnapshot(const std::string& name, const std::string& snapshot) = 0;
   virtual void DeleteSnapshot(const std::string& name, const std::string& snapshot) = 0;
   virtual std::vector<Snapshot> Snapshots(const std::string& name) = 0;

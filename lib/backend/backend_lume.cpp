@@ -251,8 +251,9 @@ void LumeBackend::FirstBoot(const SandboxSpec& spec, Progress& progress) {
   ProcessOptions o;
   o.timeout = kFirstBootTimeout;
   try {
-    RunChecked({"lume", "ssh", name, command}, Cat("the first boot of '", name, "' failed"), o,
-               kExitUnavailable);
+    RunChecked(
+        {"lume", "ssh", name, "--timeout", std::to_string(kFirstBootTimeout.count() * 60), command},
+        Cat("the first boot of '", name, "' failed"), o, kExitUnavailable);
   } catch (...) {
     RemoveTree(seed);
     throw;
@@ -382,7 +383,10 @@ void LumeBackend::TakeSnapshot(const std::string& name, const std::string& snaps
   }
   // Lume copies a machine's files: stopped, so that its disk holds still.
   bool running = Str(RequireVm(name), "status") == "running";
-  if (running) api_.Stop(name);
+  if (running) {
+    Note(Cat("Lume copies a stopped machine: '", name, "' is restarted for the snapshot"));
+    api_.Stop(name);
+  }
   std::string file = Dir(name) + "/snapshots.json";
   try {
     api_.Clone(name, SnapshotVm(name, snapshot));

@@ -34,6 +34,7 @@ class LumeBackend : public Backend {
   SshTarget Ssh(const std::string& name) override;
   void TakeSnapshot(const std::string& name, const std::string& snapshot) override;
   bool SnapshotSeesOnlyTheDisk() const override { return true; }
+  bool SnapshotRestarts() const override { return true; }
   void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;
   std::vector<Snapshot> Snapshots(const std::string& name) override;

@@ -113,7 +113,7 @@ void LumeApi::EnsureServer() {
   o.new_session = true;
   o.only_env = DaemonEnvNames();
   pid_t pid = Spawn({"lume", "serve", "--port", m[2]}, log, o);
-  Note(Cat("started the Lume server (lume serve --port ", m[2], ", pid ", pid, ")"));
+  Debug(Cat("started the Lume server (lume serve --port ", m[2], ", pid ", pid, ")"));
   auto deadline = std::chrono::steady_clock::now() + kServerStart;
   while (std::chrono::steady_clock::now() < deadline) {
     if (Answers()) return;

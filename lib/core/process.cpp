@@ -54,6 +54,7 @@ std::vector<std::string> DaemonEnvNames() {
           "SS_DEBUG",
           "SS_TRACE",
           "SS_EXEC_PATH",
+          "SS_LUME_URL",
           "SUDO_USER",
           "SUDO_UID",
           "SUDO_GID",

@@ -526,6 +526,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
                      : backend_name_ == "docker" ? "docker rm --force "
                      : backend_name_ == "podman" ? "podman rm --force "
                      : backend_name_ == "lima"   ? "limactl delete --force "
+                     : backend_name_ == "lume"   ? "lume delete "
                                                  : "your backend's tool: ",
                      name_)});
   }
@@ -566,6 +567,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     } catch (const Error& e) {
       Warn(Cat("no clean-baseline snapshot of '", name_, "': ", e.what()));
     }
+    if (backend_->SnapshotRestarts()) conn = WaitReady(progress, timeout);
     return conn;
   }
   // A sandbox whose mounts config.yaml names is told when they are not what it was made with.

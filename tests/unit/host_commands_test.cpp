@@ -15,8 +15,9 @@ namespace ss {
 namespace {
 
 TEST(HostCommands, EveryRowIsWellFormed) {
-  const std::set<std::string> steps = {"build", "core", "image", "lxd",    "docker", "podman",
-                                       "qemu",  "lima", "fence", "github", "test",   "bench"};
+  const std::set<std::string> steps = {"build",  "core", "image", "lxd",  "docker",
+                                       "podman", "qemu", "lima",  "lume", "fence",
+                                       "github", "test", "bench"};
   ASSERT_FALSE(HostCommands().empty());
   std::set<std::string> seen;
   for (const auto& row : HostCommands()) {
