@@ -257,8 +257,9 @@ EOF
   tmux -S "$TMUX_SOCK" kill-server
   tmux_run "ss root"
   wait_screen 'root@.*#'
-  # (The stand-in for Lima boots no init system, so the image's dockerd is not running there.)
-  if [ "$SS_E2E_BACKEND" != lima ]; then
+  # (The stand-ins for Lima and Lume boot no init system, so the image's dockerd is not running
+  # there.)
+  if [ "$SS_E2E_BACKEND" != lima ] && [ "$SS_E2E_BACKEND" != lume ]; then
     run ss docker info --format '{{.ServerVersion}}'
     assert_success
     assert_output --regexp '^[0-9]+\.'

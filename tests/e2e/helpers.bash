@@ -21,6 +21,20 @@ if [ "${SS_E2E_BACKEND:-}" = lima ]; then
   ln -sf "$BATS_TEST_DIRNAME/fake_limactl.py" "$BATS_RUN_TMPDIR/lima-bin/limactl"
   export PATH="$BATS_RUN_TMPDIR/lima-bin:$PATH" FAKE_LIMA_CACHE="$SS_CACHE/fake-lima"
 fi
+# Nor can Lume (macOS only): its backend is tested against a stand-in `lume` (fake_lume.py) that
+# serves Lume's HTTP API and runs an image's sshd as each machine, in a network namespace of its
+# own reached by address as vmnet's are. ss starts the server itself (`lume serve`) on the port of
+# SS_LUME_URL, a free one per run; lume_server_stop ends it, and every machine in it.
+if [ "${SS_E2E_BACKEND:-}" = lume ]; then
+  mkdir -p "$BATS_RUN_TMPDIR/lume-bin"
+  ln -sf "$BATS_TEST_DIRNAME/fake_lume.py" "$BATS_RUN_TMPDIR/lume-bin/lume"
+  export PATH="$BATS_RUN_TMPDIR/lume-bin:$PATH"
+  if [ ! -s "$BATS_RUN_TMPDIR/lume-port" ]; then
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' \
+      > "$BATS_RUN_TMPDIR/lume-port"
+  fi
+  export SS_LUME_URL="http://127.0.0.1:$(cat "$BATS_RUN_TMPDIR/lume-port")"
+fi
 
 # e2e_home: a hermetic HOME/SS_HOME for the whole file (sandboxes outlive single tests).
 # The home is outside bats' private (0700) temporary tree, so that the projects' owner can
@@ -32,8 +46,40 @@ e2e_home() {
   e2e_env
   mkdir -p "$HOME"
   ss new e2e-scratch >/dev/null  # creates the projects folder as ss would
-  # ss cannot fence a Lima machine's network: its sandboxes are made only with an open one.
-  if [ "${SS_E2E_BACKEND:-}" = lima ]; then ss config set network.mode open >/dev/null; fi
+  # ss cannot fence a Lima or Lume machine's network: their sandboxes are made only with an open
+  # one.
+  case "${SS_E2E_BACKEND:-}" in lima | lume) ss config set network.mode open >/dev/null ;; esac
+  [ "${SS_E2E_BACKEND:-}" != lume ] || lume_home
+}
+
+# lume_home: the stand-in Lume's registry and image cache in the home: trycua's
+# ubuntu-noble-vanilla made from ss's own image (its user `lume`, password `lume`, sshd taking
+# passwords), built once per image and kept with the other built images.
+lume_home() {
+  local image vanilla
+  image=$(ss vm image ls --json | jq -r '.items[0].path // empty')
+  if [ -z "$image" ]; then
+    ss vm image build >&3 2>&1
+    image=$(ss vm image ls --json | jq -r '.items[0].path')
+  fi
+  vanilla="$SS_CACHE/fake-lume/vanilla-$(basename "$image")-$(sha256sum "$BATS_TEST_DIRNAME/fake_lume.py" | cut -c1-10).tar"
+  mkdir -p "$SS_CACHE/fake-lume/cache" "$HOME/.lume" "$HOME/.lume-registry/ghcr.io/trycua/ubuntu-noble-vanilla/latest"
+  if [ ! -s "$vanilla" ]; then
+    lume __vanilla "$image/rootfs.tar" "$vanilla.part" >&3 2>&1
+    mv "$vanilla.part" "$vanilla"
+  fi
+  ln -sfn "$vanilla" "$HOME/.lume-registry/ghcr.io/trycua/ubuntu-noble-vanilla/latest/rootfs.tar"
+  ln -sfn "$SS_CACHE/fake-lume/cache" "$HOME/.lume/.cache"
+}
+
+# lume_server_stop: ends the Lume server ss started for this home, and with it its machines.
+lume_server_stop() {
+  local pid
+  for pid in $(pgrep -f -- "lume serve --port ${SS_LUME_URL##*:}\$" || true); do
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
 }
 e2e_env() {
   E2E_ROOT=$(cat "$BATS_FILE_TMPDIR/e2e_root")
@@ -45,6 +91,7 @@ e2e_home_remove() {
   for master in "$E2E_ROOT"/ssh-*; do
     [ -S "$master" ] && ssh -q -o ControlPath="$master" -O exit placeholder 2>/dev/null || true
   done
+  [ "${SS_E2E_BACKEND:-}" != lume ] || lume_server_stop
   case "$E2E_ROOT" in /var/tmp/ss-e2e.*) rm -rf "$E2E_ROOT" ;; esac
 }
 
@@ -136,6 +183,10 @@ machine_pids() {
       ;;
     lima)  # the machine's process (QEMU's, for a real Lima)
       limactl list --json "$name" 2>/dev/null | jq -r '.driverPID // empty' || true
+      ;;
+    lume)  # the machine's first process, in the stand-in's session file (while it lives)
+      pid=$(jq -r '.fakePid // empty' "$HOME/.lume/$name/sessions.json" 2>/dev/null || true)
+      if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
       ;;
   esac
 }

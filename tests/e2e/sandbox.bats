@@ -7,8 +7,8 @@
 # mounted, its SSH port taken while it was stopped, ss killed while it starts the sandbox, the
 # machine killed behind ss's back, the engine's daemon going away (LXD, Docker); and the
 # backend's snapshot hooks (take while stopped, restore, delete). CTest runs
-# this file once per backend (lxd, docker, podman, qemu, and lima against the stand-in
-# fake_limactl.py); a QEMU sandbox boots four times (create, start, start after restore, reset).
+# this file once per backend (lxd, docker, podman, qemu, and lima and lume against the stand-ins
+# fake_limactl.py and fake_lume.py); a QEMU sandbox boots four times (create, start, start after restore, reset).
 
 load helpers
 load ../json_doc
@@ -238,9 +238,9 @@ setup() {
 }
 
 @test "docker runs a locally imported image inside the sandbox" {
-  # The stand-in for Lima boots no init system: the image's dockerd, a systemd service, is not
-  # started (in a real Lima VM it is).
-  [ "$SS_E2E_BACKEND" != lima ] || skip "the stand-in for Lima starts no services"
+  # The stand-ins for Lima and Lume boot no init system: the image's dockerd, a systemd service,
+  # is not started (in a real Lima or Lume VM it is).
+  case "$SS_E2E_BACKEND" in lima | lume) skip "the stand-in for $SS_E2E_BACKEND starts no services" ;; esac
   as_owner mkdir -p "$SS_HOME/projects/dock"
   busybox_tar "$E2E_ROOT/busybox.tar"
   as_owner cp "$E2E_ROOT/busybox.tar" "$SS_HOME/projects/dock/busybox.tar"
