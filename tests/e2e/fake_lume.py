@@ -410,6 +410,19 @@ def vm_details(vd, location="home", server=None):
             "downloadProgress": None}
 
 
+def get_details(name, storage, server=None):
+    """A machine's VMDetails as `get` gives them (HTTP and CLI), its failure logged as Lume's."""
+    try:
+        details = vm_details(find_vm(normalize(name), storage), location_of(storage), server)
+        if details is None:
+            raise not_found(normalize(name))
+    except LumeError as e:
+        log("error", "Failed to get VM details", vmName=normalize(name),
+            storage=storage or "home", error=e.message)
+        raise
+    return details
+
+
 def list_vms(server=None, storage=None):
     """LumeController.list."""
     if storage is not None and ("/" in storage or "\\" in storage):
@@ -721,16 +734,7 @@ class Server:
             raise LumeError("Pull failed for '%s': %s" % (name, pull[1]))
         if pull:
             return reply({"name": name, "status": "pulling", "downloadProgress": pull[1]})
-        storage = self.query(path, "storage")
-        try:
-            details = vm_details(find_vm(normalize(name), storage), location_of(storage), self)
-            if details is None:
-                raise not_found(normalize(name))
-        except LumeError as e:
-            log("error", "Failed to get VM details", vmName=normalize(name),
-                storage=storage or "home", error=e.message)
-            raise
-        return reply(details)
+        return reply(get_details(name, self.query(path, "storage"), self))
 
     def create(self, params, path, body):
         req = decode(body, {"name": (str, 1), "os": (str, 1), "cpu": (int, 1),
@@ -1455,16 +1459,7 @@ def cmd_ls(args):
 
 def cmd_get(args):
     opts, (name,) = parse_args(args, FORMAT)
-    storage = opts.get("storage")
-    try:
-        details = vm_details(find_vm(normalize(name), storage), location_of(storage))
-        if details is None:
-            raise not_found(normalize(name))
-    except LumeError as e:
-        log("error", "Failed to get VM details", vmName=normalize(name),
-            storage=storage or "home", error=e.message)
-        raise
-    print_vms([details], opts.get("format", "text"))
+    print_vms([get_details(name, opts.get("storage"))], opts.get("format", "text"))
 
 
 def cmd_ssh(args):
