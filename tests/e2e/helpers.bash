@@ -65,6 +65,8 @@ lume_home() {
   vanilla="$SS_CACHE/fake-lume/vanilla-$(basename "$image")-$(sha256sum "$BATS_TEST_DIRNAME/fake_lume.py" | cut -c1-10).tar"
   mkdir -p "$SS_CACHE/fake-lume/cache" "$HOME/.lume" "$HOME/.lume-registry/ghcr.io/trycua/ubuntu-noble-vanilla/latest"
   if [ ! -s "$vanilla" ]; then
+    # Made by an older stand-in or from an older image: gone, with their unpacked copies.
+    rm -rf "$SS_CACHE"/fake-lume/vanilla-*.tar "$SS_CACHE"/fake-lume/cache/*
     lume __vanilla "$image/rootfs.tar" "$vanilla.part" >&3 2>&1
     mv "$vanilla.part" "$vanilla"
   fi
