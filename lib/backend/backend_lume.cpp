@@ -202,7 +202,6 @@ void LumeBackend::WaitWhilePulling(const std::string& name, Progress& progress) 
 }
 
 Json LumeBackend::RunAndWait(const std::string& name, const std::vector<LumeShare>& extra) {
-  api_.EnsureServer();
   std::vector<LumeShare> shares = Shares(name);
   shares.insert(shares.end(), extra.begin(), extra.end());
   Json vm = RequireVm(name);
@@ -266,7 +265,6 @@ void LumeBackend::FirstBoot(const SandboxSpec& spec, Progress& progress) {
 
 void LumeBackend::Create(const SandboxSpec& spec, Progress& progress) {
   const std::string& name = spec.name;
-  api_.EnsureServer();
   if (api_.Vm(name)) {
     throw Error(kExitCantCreate, Cat("Lume already has a machine called '", name, "'"), {},
                 {"pick another sandbox name with --sandbox, or delete it: lume delete " + name});
@@ -280,7 +278,7 @@ void LumeBackend::Create(const SandboxSpec& spec, Progress& progress) {
     MakeDirs(Dir(name), 0700);
     Json shares = Json::array();
     for (const auto& m : spec.mounts) {
-      shares.push_back({{"hostPath", m.source}, {"readOnly", m.read_only}, {"target", m.target}});
+      shares.push_back({{"hostPath", m.source}, {"readOnly", m.read_only}});
     }
     AtomicWrite(Dir(name) + "/shares.json", shares.dump(2) + "\n", 0600);
     if (spec.before_first_boot) spec.before_first_boot();
@@ -358,14 +356,23 @@ std::string LumeBackend::CannotFence() {
   return "Lume's network is Apple's vmnet NAT, outside what ss can fence";
 }
 
-std::vector<Snapshot> LumeBackend::Snapshots(const std::string& name) {
+Json LumeBackend::SnapshotTimes(const std::string& name) const {
   std::string file = Dir(name) + "/snapshots.json";
-  if (!PathExists(file)) return {};
-  Json j = Json::parse(ReadFile(file), nullptr, false);
+  Json j = PathExists(file) ? Json::parse(ReadFile(file), nullptr, false) : Json::object();
+  return j.is_object() ? j : Json::object();
+}
+
+void LumeBackend::SaveSnapshotTimes(const std::string& name, const Json& times) const {
+  AtomicWrite(Dir(name) + "/snapshots.json", times.dump(2) + "\n", 0600);
+}
+
+std::vector<Snapshot> LumeBackend::Snapshots(const std::string& name) {
+  Json j = SnapshotTimes(name);
+  if (j.empty()) return {};
   std::vector<std::string> vms;
   for (const auto& vm : api_.Vms()) vms.push_back(Str(vm, "name"));
   std::vector<Snapshot> out;
-  for (const auto& [snap, created] : j.is_object() ? j.items() : Json::object().items()) {
+  for (const auto& [snap, created] : j.items()) {
     if (std::find(vms.begin(), vms.end(), SnapshotVm(name, snap)) == vms.end()) continue;
     out.push_back({snap, std::chrono::system_clock::time_point(std::chrono::seconds(
                              created.is_number() ? created.get<int64_t>() : 0))});
@@ -387,15 +394,13 @@ void LumeBackend::TakeSnapshot(const std::string& name, const std::string& snaps
     Note(Cat("Lume copies a stopped machine: '", name, "' is restarted for the snapshot"));
     api_.Stop(name);
   }
-  std::string file = Dir(name) + "/snapshots.json";
   try {
     api_.Clone(name, SnapshotVm(name, snapshot));
-    Json j = PathExists(file) ? Json::parse(ReadFile(file), nullptr, false) : Json::object();
-    if (!j.is_object()) j = Json::object();
-    j[snapshot] = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-    AtomicWrite(file, j.dump(2) + "\n", 0600);
+    Json times = SnapshotTimes(name);
+    times[snapshot] = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    SaveSnapshotTimes(name, times);
   } catch (...) {
     if (running) RunAndWait(name);
     throw;
@@ -423,10 +428,9 @@ void LumeBackend::RestoreSnapshot(const std::string& name, const std::string& sn
 void LumeBackend::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
   RequireSnapshot(*this, name, snapshot);
   api_.Delete(SnapshotVm(name, snapshot));
-  std::string file = Dir(name) + "/snapshots.json";
-  Json j = Json::parse(ReadFile(file), nullptr, false);
-  if (j.is_object()) j.erase(snapshot);
-  AtomicWrite(file, j.dump(2) + "\n", 0600);
+  Json times = SnapshotTimes(name);
+  times.erase(snapshot);
+  SaveSnapshotTimes(name, times);
 }
 
 }  // namespace ss

@@ -44,6 +44,9 @@ class LumeBackend : public Backend {
   std::string Dir(const std::string& name) const;
   Json RequireVm(const std::string& name);
   std::vector<LumeShare> Shares(const std::string& name) const;
+  // When each snapshot was taken ({"SNAPSHOT": seconds since the epoch}): Lume keeps no time.
+  Json SnapshotTimes(const std::string& name) const;
+  void SaveSnapshotTimes(const std::string& name, const Json& times) const;
   // Runs the machine with its shares (and `extra` after them) and waits until its sshd answers.
   Json RunAndWait(const std::string& name, const std::vector<LumeShare>& extra = {});
   void WaitWhilePulling(const std::string& name, Progress& progress);

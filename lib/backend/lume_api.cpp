@@ -125,52 +125,54 @@ void LumeApi::EnsureServer() {
       {Cat("  its log: ", log)}, {"start it by hand to see why: lume serve"});
 }
 
-Json LumeApi::Call(const std::string& method, const std::string& path, const Json& body,
-                   std::initializer_list<long> ok, std::string_view what) {
+HttpResponse LumeApi::Send(const std::string& method, const std::string& path, const Json& body,
+                           std::chrono::milliseconds timeout) {
   HttpRequest req;
   req.url = url_ + path;
   req.method = method;
   req.no_proxy = true;
-  req.timeout = std::chrono::minutes(2);
+  req.timeout = timeout;
   if (!body.is_null()) {
     req.headers = {"Content-Type: application/json"};
     req.body = body.dump();
   }
-  HttpResponse r = HttpFetch(req);
+  try {
+    return HttpFetch(req);
+  } catch (const Error&) {
+    EnsureServer();  // nothing answered: Lume's server, started, and asked again
+    return HttpFetch(req);
+  }
+}
+
+Json LumeApi::Expect(const HttpResponse& r, std::initializer_list<long> ok, std::string_view what) {
   for (long status : ok) {
     if (r.status != status) continue;
     if (Trim(r.body).empty()) return Json::object();  // DELETE: 200 with no body
     Json j = Json::parse(r.body, nullptr, false);
     if (j.is_discarded()) {
-      throw Error(kExitUnavailable, Cat("Lume answered ", method, " ", path,
-                                        " with what is not "
-                                        "JSON: ",
-                                        r.body.substr(0, 200)));
+      throw Error(kExitUnavailable,
+                  Cat(what, ": Lume answered with what is not JSON: ", r.body.substr(0, 200)));
     }
     return j;
   }
   throw Error(kExitUnavailable, Cat(what, ": Lume answered ", r.status, ": ", Message(r)));
 }
 
+Json LumeApi::Call(const std::string& method, const std::string& path, const Json& body,
+                   std::initializer_list<long> ok, std::string_view what) {
+  return Expect(Send(method, path, body), ok, what);
+}
+
 std::optional<Json> LumeApi::Vm(const std::string& name) {
-  HttpRequest req;
-  req.url = Cat(url_, "/lume/vms/", name);
-  req.no_proxy = true;
-  req.timeout = std::chrono::seconds(30);
   HttpResponse r;
   try {
-    r = HttpFetch(req);
+    r = Send("GET", Cat("/lume/vms/", name), nullptr, std::chrono::seconds(30));
   } catch (const Error&) {
-    try {
-      EnsureServer();
-      r = HttpFetch(req);
-    } catch (const Error&) {
-      // No server, and none can start: the CLI reads Lume's storage itself.
-      std::optional<Json> list = CliJson({"get", name, "-f", "json"});
-      if (!list) throw;
-      if (list->is_array() && !list->empty()) return (*list)[0];
-      return std::nullopt;
-    }
+    // No server, and none can start: the CLI reads Lume's storage itself.
+    std::optional<Json> list = CliJson({"get", name, "-f", "json"});
+    if (!list) throw;
+    if (list->is_array() && !list->empty()) return (*list)[0];
+    return std::nullopt;
   }
   if (r.status == 200) {
     Json j = Json::parse(r.body, nullptr, false);
@@ -183,20 +185,17 @@ std::optional<Json> LumeApi::Vm(const std::string& name) {
 }
 
 std::vector<Json> LumeApi::Vms() {
+  HttpResponse r;
   Json j;
   try {
-    j = Call("GET", "/lume/vms", nullptr, {200}, "cannot list Lume's machines");
-  } catch (const Error& e) {
-    if (e.code() != kExitUnavailable || Answers()) throw;
-    try {
-      EnsureServer();
-      j = Call("GET", "/lume/vms", nullptr, {200}, "cannot list Lume's machines");
-    } catch (const Error&) {
-      std::optional<Json> list = CliJson({"ls", "-f", "json"});
-      if (!list || !list->is_array()) throw;
-      j = *list;
-    }
+    r = Send("GET", "/lume/vms", nullptr);
+  } catch (const Error&) {
+    // No server, and none can start: the CLI reads Lume's storage itself.
+    std::optional<Json> list = CliJson({"ls", "-f", "json"});
+    if (!list || !list->is_array()) throw;
+    j = *list;
   }
+  if (j.is_null()) j = Expect(r, {200}, "cannot list Lume's machines");
   if (!j.is_array()) throw Error(kExitUnavailable, "Lume's list of machines is not a list");
   return {j.begin(), j.end()};
 }

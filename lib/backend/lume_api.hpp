@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "http.hpp"
 #include "json_out.hpp"
 
 namespace ss {
@@ -38,10 +39,7 @@ class LumeApi {
 
   // Whether a Lume server answers (GET /lume/host/status); its version in `version`.
   bool Answers(std::string* version = nullptr);
-  // Starts `lume serve` on the URL's loopback port when nothing answers there (as the spec asks:
-  // the server outlives ss, and Lume's machines run inside it), and waits for it. Throws
-  // ss::Error(69) when it cannot.
-  void EnsureServer();
+  // Every call starts Lume's server first when nothing answers (EnsureServer).
 
   // A machine's VMDetails, or nothing when Lume has no machine of that name. During an async
   // pull: {"status": "pulling", "downloadProgress": N}. A failed pull throws its message.
@@ -56,6 +54,16 @@ class LumeApi {
   void Clone(const std::string& name, const std::string& new_name);
 
  private:
+  // Starts `lume serve` on the URL's loopback port when nothing answers there (as the spec asks:
+  // the server outlives ss, and Lume's machines run inside it), and waits for it. Throws
+  // ss::Error(69) when it cannot.
+  void EnsureServer();
+  // One request, answered with any status; throws ss::Error(69) when no server answers even
+  // after EnsureServer.
+  HttpResponse Send(const std::string& method, const std::string& path, const Json& body,
+                    std::chrono::milliseconds timeout = std::chrono::minutes(2));
+  // The answer's JSON when its status is one of `ok`, else ss::Error(69) with Lume's message.
+  static Json Expect(const HttpResponse& r, std::initializer_list<long> ok, std::string_view what);
   Json Call(const std::string& method, const std::string& path, const Json& body,
             std::initializer_list<long> ok, std::string_view what);
   std::string url_;
