@@ -2235,25 +2235,31 @@ class VM:
 
     # --- running and stopping
     def shutdown(self, signum, frame):
-        """PID 1's end: everything else in the namespace goes with it."""
         self.say("received signal %d, shutting down" % signum)
-        kill(-1, signal.SIGTERM)
-        deadline = time.time() + 3
-        while time.time() < deadline:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    time.sleep(0.05)
-            except ChildProcessError:
-                break
-        kill(-1, signal.SIGKILL)
-        os._exit(0)
+        end_namespace()
 
-    def reap_forever(self):
-        while True:
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                time.sleep(1)
+
+def end_namespace():
+    """PID 1's end: everything else in its namespace goes with it."""
+    kill(-1, signal.SIGTERM)
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                time.sleep(0.05)
+        except ChildProcessError:
+            break
+    kill(-1, signal.SIGKILL)
+    os._exit(0)
+
+
+def reap_forever():
+    """PID 1's life: it waits for every orphan of its namespace."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            time.sleep(1)
 
 
 def vm_main(args):
@@ -2265,7 +2271,7 @@ def vm_main(args):
         traceback.print_exc()
         sys.stdout.flush()
         os._exit(1)
-    vm.reap_forever()
+    reap_forever()
 
 
 # ---------------------------------------------------------------------------------------------

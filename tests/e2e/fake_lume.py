@@ -1285,16 +1285,7 @@ class Guest:
     def shutdown(self, signum, frame):
         """PID 1's end: everything in the namespace goes with it, mounts and eth0 too."""
         self.say("received signal %d, powering off" % signum)
-        lima.kill(-1, signal.SIGTERM)
-        deadline = time.time() + 3
-        while time.time() < deadline:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    time.sleep(0.05)
-            except ChildProcessError:
-                break
-        lima.kill(-1, signal.SIGKILL)
-        os._exit(0)
+        lima.end_namespace()
 
 
 def vm_main(args):
@@ -1308,11 +1299,7 @@ def vm_main(args):
     except Exception as e:
         guest.say("boot failed: %s" % e)
         return 1
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            time.sleep(1)
+    lima.reap_forever()
 
 
 # ---------------------------------------------------------------------------------------------
