@@ -1998,6 +1998,12 @@ class VM:
         upper, work = self.inst.path("diffdisk", "upper"), self.inst.path("diffdisk", "work")
         self.mount("-t", "overlay", "overlay", "-o", "lowerdir=%s,upperdir=%s,workdir=%s"
                    % (self.cache, upper, work), self.root)
+        self.mount_system()
+        os.makedirs(self.g("/run/lima-fake"), mode=0o700)
+        os.makedirs(self.g("/var/log"), exist_ok=True)
+
+    def mount_system(self):
+        """What an init mounts before anything runs: /proc, /sys, /run, /tmp and /dev."""
         for d in ("proc", "sys", "dev", "run", "tmp"):
             os.makedirs(self.g("/" + d), exist_ok=True)
         self.mount("-t", "proc", "-o", "nosuid,nodev,noexec", "proc", self.g("/proc"))
@@ -2005,8 +2011,6 @@ class VM:
         self.mount("-t", "tmpfs", "-o", "nosuid,mode=0755", "tmpfs", self.g("/run"))
         self.mount("-t", "tmpfs", "-o", "nosuid,nodev,mode=1777", "tmpfs", self.g("/tmp"))
         self.mount_dev(self.g("/dev"))
-        os.makedirs(self.g("/run/lima-fake"), mode=0o700)
-        os.makedirs(self.g("/var/log"), exist_ok=True)
 
     def mount_dev(self, dev):
         self.mount("-t", "tmpfs", "-o", "nosuid,mode=0755", "tmpfs", dev)

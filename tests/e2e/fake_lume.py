@@ -1158,6 +1158,11 @@ def first_child(pid, seconds=5):
 # server has wired its network
 
 class Guest:
+    # /proc, /sys, /run, /tmp and /dev as in the stand-in for Lima (the same helpers: self.g,
+    # self.mount).
+    mount_system = lima.VM.mount_system
+    mount_dev = lima.VM.mount_dev
+
     def __init__(self, spec):
         self.spec, self.name = spec, spec["name"]
         self.root, self.lower = os.path.join(spec["dir"], "root"), spec["rootfs"]
@@ -1244,13 +1249,7 @@ class Guest:
         diff = os.path.join(self.spec["dir"], "diff")
         self.mount("-t", "overlay", "overlay", "-o", "lowerdir=%s:%s,upperdir=%s,workdir=%s" % (
             STAGE + "/layer", self.lower, diff + "/upper", diff + "/work"), self.root)
-        for d in ("proc", "sys", "dev", "run", "tmp"):
-            os.makedirs(self.g("/" + d), exist_ok=True)
-        self.mount("-t", "proc", "-o", "nosuid,nodev,noexec", "proc", self.g("/proc"))
-        self.mount("-t", "sysfs", "-o", "ro,nosuid,nodev,noexec", "sysfs", self.g("/sys"))
-        self.mount("-t", "tmpfs", "-o", "nosuid,mode=0755", "tmpfs", self.g("/run"))
-        self.mount("-t", "tmpfs", "-o", "nosuid,nodev,mode=1777", "tmpfs", self.g("/tmp"))
-        lima.VM.mount_dev(self, self.g("/dev"))
+        self.mount_system()
 
     def read_only(self, path):
         self.mount("--bind", path, path)
