@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "image.hpp"
 #include "net_fence.hpp"
 
 namespace ss {
@@ -61,6 +62,9 @@ struct SandboxSpec {
   std::vector<Mount> mounts;
   std::string user_data;  // cloud-init #cloud-config
   std::string meta_data;  // cloud-init meta-data
+  // For a backend that boots an image of its own (UsesImage() false): what ss's image has, to
+  // be installed there on the first boot when missing.
+  ImageTools tools;
   // Owner of the shared folders on the host. Every backend shows the owner's files as the
   // sandbox user's and gives the owner every file the sandbox user makes there.
   uid_t host_uid = 0;

@@ -15,6 +15,8 @@
 //     ss's pinned host key and turns password logins off; the folder is then removed from the
 //     host and the machine restarted without it. From then on ss connects as with every backend:
 //     its own key, the pinned host key, nothing accepted on first use.
+// That image has none of ss's tools either: the first boot installs what it lacks of ss's image
+// (shell/ss-install-tools, from the guest's own archive and the npm registry).
 // Lume forgets shared directories between runs: the backend keeps each sandbox's, and gives them
 // on every start. Snapshots are clones (POST /lume/vms/clone, as the spec does them), named
 // NAME.snap.SNAPSHOT, with their times kept beside the shares. Lume's network is Apple's vmnet
@@ -29,6 +31,7 @@
 #include "output.hpp"
 #include "process.hpp"
 #include "provision_script.hpp"
+#include "resources.hpp"
 #include "shell_quote.hpp"
 #include "strings.hpp"
 
@@ -133,6 +136,13 @@ std::string LumeFirstBoot(const SandboxSpec& spec, const std::vector<std::string
     if (!line.empty())
       s += Cat("printf '%s\\n' ", ShellQuote(line + " # ss-share"), " >> /etc/fstab\n");
   }
+  // ss's tools, before the #cloud-config's commands (which may use them). No stdin: apt and
+  // npm must not read this script.
+  const ImageTools& t = spec.tools;
+  s += Cat("SS_PACKAGES=", ShellQuote(Join(t.packages, " ")), " SS_NODE_MAJOR=", t.node_major,
+           " SS_NPM_MAJOR=", t.npm_major, " SS_NPM=", ShellQuote(Join(t.npm, " ")),
+           " SS_REGISTRY=", ShellQuote(t.registry), " sh \"${0%/*}/", kLumeInstallTools,
+           "\" </dev/null\n");
   s += Cat("sh <<'SS_SYSTEM'\n", scripts.system, "SS_SYSTEM\n");
   return s;
 }
@@ -238,9 +248,11 @@ void LumeBackend::FirstBoot(const SandboxSpec& spec, Progress& progress) {
   with_seed.push_back({seed, true});
   std::vector<std::string> folders = LumeShareFolders(with_seed);
   AtomicWrite(seed + "/first-boot", LumeFirstBoot(spec, folders), 0600);
+  AtomicWrite(Cat(seed, "/", kLumeInstallTools), RequireResource("shell/ss-install-tools"), 0600);
   progress.Step(Cat("booting '", name, "' (Lume)"));
   Json vm = RunAndWait(name, {with_seed.back()});
-  progress.Step(Cat("provisioning '", name, "' at ", Str(vm, "ipAddress")));
+  progress.Step(Cat("provisioning '", name, "' at ", Str(vm, "ipAddress"),
+                    ", with ss's tools that Lume's image lacks (a few minutes)"));
   std::string script = Cat(kGuestShares, "/", folders.back(), "/first-boot");
   std::string root_part =
       Cat("mkdir -p ", kGuestShares, " && (mountpoint -q ", kGuestShares, " || mount -t virtiofs ",

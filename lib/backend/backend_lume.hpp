@@ -11,9 +11,12 @@ namespace ss {
 
 // The image a Lume sandbox is made from (IMAGE[:TAG] of ghcr.io/trycua): the spec's.
 constexpr const char* kLumeImage = "ubuntu-noble-vanilla:latest";
+// shell/ss-install-tools, in the seed folder.
+constexpr const char* kLumeInstallTools = "install-tools";
 
 // The script the first boot runs as root from the seed folder: the image's user (uid 1000)
 // becomes the sandbox user without a password, the shares are mounted on every boot (fstab),
+// what the image lacks of ss's tools is installed (kLumeInstallTools, beside it in the folder),
 // and then the sandbox's #cloud-config, as the Lima backend's scripts (provision_script.hpp).
 // `folders` are the shares' folders under the virtio-fs tag, one per mount of the spec.
 std::string LumeFirstBoot(const SandboxSpec& spec, const std::vector<std::string>& folders);

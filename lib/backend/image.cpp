@@ -100,6 +100,10 @@ const std::vector<std::string> kNpmPackages = {"@anthropic-ai/claude-code", "chr
                                                "vercel@60"};
 constexpr int kNodeMajor = 22;
 constexpr int kNpmMajor = 10;
+// What only ss's own image needs: its kernel and initrd, its boot (cloud-init) and its network
+// set-up. Another image keeps its own.
+const std::vector<std::string> kImageOnlyPackages = {"linux-image-amd64", "initramfs-tools",
+                                                     "cloud-init", "systemd-resolved"};
 
 // Files of the source tree baked into the image (cloud-init/image/, and shell/ for the scripts
 // that run in the sandbox), and where they go.
@@ -706,6 +710,23 @@ ImageBuildOptions ImageOptionsFrom(const Config& config) {
   o.packages = config.List("image.packages");
   o.npm = config.List("image.npm");
   return o;
+}
+
+ImageTools ImageToolsFor(const ImageBuildOptions& options) {
+  ImageTools t;
+  for (const auto& p : kToolPackages) {
+    if (std::find(kImageOnlyPackages.begin(), kImageOnlyPackages.end(), p) ==
+        kImageOnlyPackages.end()) {
+      t.packages.push_back(p);
+    }
+  }
+  t.packages.insert(t.packages.end(), options.packages.begin(), options.packages.end());
+  t.node_major = kNodeMajor;
+  t.npm_major = kNpmMajor;
+  t.npm = kNpmPackages;
+  t.npm.insert(t.npm.end(), options.npm.begin(), options.npm.end());
+  t.registry = Registry();
+  return t;
 }
 
 ImageInfo EnsureImage(const Config& config, Progress& progress) {

@@ -60,6 +60,18 @@ std::string ImageIdFor(const ImageBuildOptions& options);
 ImageInfo BuildImage(const ImageBuildOptions& options, Progress& progress);
 // The build options config.yaml asks for (image.packages, image.npm; the default release).
 ImageBuildOptions ImageOptionsFrom(const Config& config);
+
+// What an image of these options has, for a backend that boots an image of its own (Lume):
+// shell/ss-install-tools installs in it whatever of this is missing.
+struct ImageTools {
+  std::vector<std::string> packages;  // the system's (not the kernel's or the boot's)
+  int node_major = 0;
+  int npm_major = 0;
+  std::vector<std::string> npm;  // installed globally
+  std::string registry;          // the npm registry ss uses
+};
+ImageTools ImageToolsFor(const ImageBuildOptions& options);
+
 // The image of the recipe config.yaml asks for, built first when missing.
 ImageInfo EnsureImage(const Config& config, Progress& progress);
 void RemoveImage(const ImageInfo& image);

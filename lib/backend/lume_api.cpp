@@ -1,5 +1,7 @@
 #include "lume_api.hpp"
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -117,6 +119,17 @@ void LumeApi::EnsureServer() {
   auto deadline = std::chrono::steady_clock::now() + kServerStart;
   while (std::chrono::steady_clock::now() < deadline) {
     if (Answers()) return;
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+      // It gave up (its port taken, its storage unreadable): why, from the end of its log.
+      std::vector<std::string> lines = SplitLines(ReadFileIfExists(log).value_or(""));
+      std::vector<std::string> tail;
+      for (size_t i = lines.size() > 3 ? lines.size() - 3 : 0; i < lines.size(); ++i) {
+        tail.push_back(Cat("  ", lines[i]));
+      }
+      tail.push_back(Cat("  (its log: ", log, ")"));
+      throw Error(kExitUnavailable, Cat("the Lume server ss started for ", url_, " exited"), tail,
+                  {"start it by hand to see why: lume serve --port " + m[2].str()});
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   throw Error(

@@ -260,6 +260,7 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
   spec.name = name_;
   spec.image_id = image.id;
   spec.image_dir = image.dir;
+  if (!backend_->UsesImage()) spec.tools = ImageToolsFor(ImageOptionsFrom(config_));
   spec.resources = DesiredResources();
   Owner owner = ProjectsIds();
   spec.host_uid = owner.uid;

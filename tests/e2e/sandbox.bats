@@ -132,6 +132,8 @@ setup() {
   assert_output --regexp '^go version go1\.[0-9.]+ linux/amd64$'
   run sandbox_ssh "$SANDBOX" 'pipx --version && python3 -m venv --help >/dev/null && pip3 --version'
   assert_success
+  run sandbox_ssh "$SANDBOX" tree --version
+  assert_output --regexp '^tree v[0-9]'
   run sandbox_ssh "$SANDBOX" sudo -n true
   assert_success
 }
@@ -403,6 +405,36 @@ setup() {
   assert_equal "$status" 69
   run ss vm setup --backend "$SS_E2E_BACKEND"
   assert_success
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+}
+
+@test "Lume's server going away: ss starts it again, and reads Lume's storage when it cannot" {
+  [ "$SS_E2E_BACKEND" = lume ] || skip "only Lume's machines live in a server of its own"
+  ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
+  lume_server_stop  # the machine dies with it, as Lume's do
+  run ss vm status --sandbox "$SANDBOX" --json
+  assert_success
+  echo "$output" | jq -e '.state == "stopped"'
+  # Its port taken by a socket that does not listen: nothing answers and no server can start.
+  lume_server_stop
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); time.sleep(600)' \
+    "${SS_LUME_URL##*:}" 3>&- &
+  echo $! > "$BATS_FILE_TMPDIR/holder"
+  sleep 0.5
+  run --separate-stderr ss vm status --sandbox "$SANDBOX" --json
+  assert_success
+  echo "$output" | jq -e '.state == "stopped"'
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_equal "$status" 69
+  [[ "$stderr" == *"the Lume server ss started for $SS_LUME_URL exited"* ]]
+  [[ "$stderr" == *"Port ${SS_LUME_URL##*:} is already in use by another process"* ]]
+  kill "$(cat "$BATS_FILE_TMPDIR/holder")"
+  rm "$BATS_FILE_TMPDIR/holder"
   run --separate-stderr ss vm start --sandbox "$SANDBOX"
   assert_success
   run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker

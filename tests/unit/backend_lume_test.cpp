@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "process.hpp"
 #include "provision.hpp"
 #include "provision_input.hpp"
 #include "shell_quote.hpp"
 #include "size.hpp"
+#include "strings.hpp"
 
 namespace ss {
 namespace {
@@ -35,6 +38,9 @@ TEST(LumeFirstBoot, IsAScriptThatParsesAndMountsEveryShareOnEveryBoot) {
   spec.user_data = RenderUserData(TestProvisionInput());
   spec.mounts = {{"projects", "/u/me/projects", "/home/sandbox/projects", false},
                  {"mount-1", "/u/me/projects", "/data dir", true}};
+  ImageBuildOptions mine;
+  mine.npm = {"@scope/tool@1"};
+  spec.tools = ImageToolsFor(mine);
   std::string s = LumeFirstBoot(spec, {"projects", "projects (2)"});
   ASSERT_EQ(s.rfind("#!/bin/sh\n", 0), 0u);
   ProcessOptions o;
@@ -51,6 +57,15 @@ TEST(LumeFirstBoot, IsAScriptThatParsesAndMountsEveryShareOnEveryBoot) {
   EXPECT_NE(s.find("PasswordAuthentication no"), std::string::npos);
   EXPECT_LT(key, fstab);
   EXPECT_LT(fstab, marker);
+  // ss's tools (the script beside this one, reading no stdin), before the provisioning's
+  // commands, which may use them.
+  size_t tools = s.find(Cat(" sh \"${0%/*}/", kLumeInstallTools, "\" </dev/null\n"));
+  ASSERT_NE(tools, std::string::npos);
+  EXPECT_LT(fstab, tools);
+  EXPECT_LT(tools, marker);
+  EXPECT_NE(s.find("SS_NODE_MAJOR=22 SS_NPM_MAJOR=10 SS_NPM='@anthropic-ai/claude-code "
+                   "chrome-devtools-mcp vercel@60 @scope/tool@1' SS_REGISTRY="),
+            std::string::npos);
   EXPECT_NE(s.find("com.apple.virtio-fs.automount /mnt/lume virtiofs rw,nofail 0 0 # ss-share"),
             std::string::npos);
   EXPECT_NE(s.find("/mnt/lume/projects /home/sandbox/projects none bind,nofail 0 0 # ss-share"),
@@ -59,6 +74,26 @@ TEST(LumeFirstBoot, IsAScriptThatParsesAndMountsEveryShareOnEveryBoot) {
   EXPECT_NE(s.find(ShellQuote(
                 "/mnt/lume/projects\\040(2) /data\\040dir none bind,nofail,ro 0 0 # ss-share")),
             std::string::npos);
+}
+
+TEST(ImageTools, AreTheImagesPackagesButItsKernelAndBootWithTheUsersOwn) {
+  ImageBuildOptions mine;
+  mine.packages = {"cowsay"};
+  mine.npm = {"typescript@5"};
+  ImageTools t = ImageToolsFor(mine);
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  for (const char* p : {"git", "gh", "docker.io", "tree", "cowsay"})
+    EXPECT_TRUE(has(t.packages, p));
+  for (const char* p : {"linux-image-amd64", "initramfs-tools", "cloud-init", "systemd-resolved"}) {
+    EXPECT_FALSE(has(t.packages, p)) << p;
+  }
+  EXPECT_EQ(t.npm, (std::vector<std::string>{"@anthropic-ai/claude-code", "chrome-devtools-mcp",
+                                             "vercel@60", "typescript@5"}));
+  EXPECT_EQ(t.node_major, 22);
+  EXPECT_EQ(t.npm_major, 10);
+  EXPECT_FALSE(t.registry.empty());
 }
 
 }  // namespace
