@@ -116,6 +116,9 @@ class Backend {
   virtual Probe CheckHost() = 0;
 
   virtual SandboxState State(const std::string& name) = 0;
+  // The backend's own command that deletes its machine `name` (for a hint about a machine this
+  // install has no record of), or empty when it has none.
+  virtual std::string DeleteCommand(const std::string& /*name*/) const { return {}; }
   // Whether its machines are made from ss's image (SandboxSpec::image_id); Lume's are made from
   // an image of Lume's own.
   virtual bool UsesImage() const { return true; }

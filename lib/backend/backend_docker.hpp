@@ -49,6 +49,9 @@ class ContainerBackend : public Backend {
   explicit ContainerBackend(const std::string& engine);
 
   std::string Name() const override { return engine_.name; }
+  std::string DeleteCommand(const std::string& name) const override {
+    return engine_.name + " rm --force " + name;
+  }
   Probe CheckHost() override;
   SandboxState State(const std::string& name) override;
   void Create(const SandboxSpec& spec, Progress& progress) override;

@@ -254,7 +254,9 @@ SandboxState LimaBackend::State(const std::string& name) {
 
 void LimaBackend::Create(const SandboxSpec& spec, Progress& progress) {
   if (Instance(spec.name)) {
-    throw Error(kExitCantCreate, Cat("a Lima instance called '", spec.name, "' already exists"));
+    throw Error(
+        kExitCantCreate, Cat("a Lima instance called '", spec.name, "' already exists"), {},
+        {"pick another sandbox name with --sandbox, or delete it: " + DeleteCommand(spec.name)});
   }
   progress.Step(Cat("creating Lima instance '", spec.name, "'"));
   // The template holds the host key: written for limactl only, and gone once Lima has its copy.

@@ -19,6 +19,9 @@ std::vector<Snapshot> ParseLimaSnapshots(const std::string& text);
 class LimaBackend : public Backend {
  public:
   std::string Name() const override { return "lima"; }
+  std::string DeleteCommand(const std::string& name) const override {
+    return "limactl delete --force " + name;
+  }
   Probe CheckHost() override;
   SandboxState State(const std::string& name) override;
   void Create(const SandboxSpec& spec, Progress& progress) override;

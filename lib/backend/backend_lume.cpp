@@ -279,7 +279,7 @@ void LumeBackend::Create(const SandboxSpec& spec, Progress& progress) {
   const std::string& name = spec.name;
   if (api_.Vm(name)) {
     throw Error(kExitCantCreate, Cat("Lume already has a machine called '", name, "'"), {},
-                {"pick another sandbox name with --sandbox, or delete it: lume delete " + name});
+                {"pick another sandbox name with --sandbox, or delete it: " + DeleteCommand(name)});
   }
   progress.Step(Cat("pulling ", kLumeImage, " from ghcr.io/trycua (Lume)"));
   api_.PullStart(kLumeImage, name);

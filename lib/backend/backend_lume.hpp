@@ -26,6 +26,9 @@ class LumeBackend : public Backend {
   // `dir`: where the backend keeps what Lume forgets (each sandbox's shares, its snapshots).
   LumeBackend(std::string url, std::string dir);
   std::string Name() const override { return "lume"; }
+  std::string DeleteCommand(const std::string& name) const override {
+    return "lume delete " + name;
+  }
   Probe CheckHost() override;
   SandboxState State(const std::string& name) override;
   bool UsesImage() const override { return false; }

@@ -15,6 +15,9 @@ class LxdBackend : public Backend {
   explicit LxdBackend(std::string remote);
 
   std::string Name() const override { return "lxd"; }
+  std::string DeleteCommand(const std::string& name) const override {
+    return "lxc delete --force " + Ref(name);
+  }
   Probe CheckHost() override;
   SandboxState State(const std::string& name) override;
   void Create(const SandboxSpec& spec, Progress& progress) override;

@@ -518,18 +518,13 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     state = SandboxState::kNotExists;
   }
   if (state == SandboxState::kBroken && !exists()) {
+    std::string command = backend_->DeleteCommand(name_);
     throw Error(kExitCantCreate,
                 Cat("a machine called '", name_, "' exists in ", backend_name_,
                     " but this install has no record of it"),
                 {},
-                {Cat("delete it with ",
-                     backend_name_ == "lxd"      ? "lxc delete --force "
-                     : backend_name_ == "docker" ? "docker rm --force "
-                     : backend_name_ == "podman" ? "podman rm --force "
-                     : backend_name_ == "lima"   ? "limactl delete --force "
-                     : backend_name_ == "lume"   ? "lume delete "
-                                                 : "your backend's tool: ",
-                     name_)});
+                {command.empty() ? Cat("delete it with ", backend_name_, "'s own tools")
+                                 : Cat("delete it with ", command)});
   }
   if (state == SandboxState::kNotExists) {
     // Checked before anything is made: a bad folder leaves nothing behind.

@@ -333,6 +333,14 @@ Ready for Claude Code Web or local sandbox."
   SS_HOME="$other" run --separate-stderr ss vm start --sandbox "$SANDBOX"
   assert_equal "$status" 73
   assert_equal "${stderr_lines[1]}" "ss-vm: error: a machine called '$SANDBOX' exists in $SS_E2E_BACKEND but this install has no record of it"
+  case $SS_E2E_BACKEND in
+    lxd) delete="lxc delete --force $SANDBOX" ;;
+    docker | podman) delete="$SS_E2E_BACKEND rm --force $SANDBOX" ;;
+    lima) delete="limactl delete --force $SANDBOX" ;;
+    lume) delete="lume delete $SANDBOX" ;;
+    *) delete="$SS_E2E_BACKEND's own tools" ;;
+  esac
+  assert_equal "${stderr_lines[-1]}" "hint: delete it with $delete"
   run ss proj -- true
   assert_success
 }
