@@ -32,9 +32,11 @@ constexpr const char* kProxyEnvironmentComment = "# the sandbox's proxy (ss-net 
 }  // namespace
 std::string SandboxesDir() { return StateDir() + "/sandboxes"; }
 
-Error VmFailedToStart(const std::string& backend, const std::string& why) {
+Error VmFailedToStart(const std::string& backend, const std::string& why,
+                      const std::vector<std::string>& why_details) {
   std::vector<std::string> details;
   if (!why.empty()) details.push_back(Cat("Reason: ", why));
+  details.insert(details.end(), why_details.begin(), why_details.end());
   details.insert(details.end(), {"", "Possible causes:", "  • Not enough memory (need 4GB free)",
                                  "  • Not enough disk space (need 5GB free)",
                                  Cat("  • ", backend, " not installed or not running"), "",
@@ -544,7 +546,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
       Create(progress, deploy);
     } catch (const Error& e) {
       if (e.code() == kExitNoPerm || e.code() == kExitUsage) throw;
-      throw VmFailedToStart(backend_name_, e.what());
+      throw VmFailedToStart(backend_name_, e.what(), e.details());
     }
     // First boot provisions: give it longer.
     auto conn = WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
@@ -599,7 +601,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     try {
       backend_->Start(name_, DesiredResources());
     } catch (const Error& e) {
-      throw VmFailedToStart(backend_name_, e.what());
+      throw VmFailedToStart(backend_name_, e.what(), e.details());
     }
   }
   return WaitReady(progress, timeout);

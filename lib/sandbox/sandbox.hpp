@@ -175,7 +175,9 @@ class Sandbox {
 };
 
 // The spec's errors, shared by every command that starts or reaches a sandbox.
-Error VmFailedToStart(const std::string& backend, const std::string& why);
+// `why_details`: the lines that came with `why` (a tool's last words), after it.
+Error VmFailedToStart(const std::string& backend, const std::string& why,
+                      const std::vector<std::string>& why_details = {});
 Error CouldNotConnect(const std::string& why);
 
 }  // namespace ss
