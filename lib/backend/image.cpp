@@ -299,11 +299,7 @@ class Builder {
   Json versions() const { return versions_; }
 
  private:
-  std::vector<std::string> NpmPackages() const {
-    std::vector<std::string> all = kNpmPackages;
-    all.insert(all.end(), o_.npm.begin(), o_.npm.end());
-    return all;
-  }
+  std::vector<std::string> NpmPackages() const { return ImageToolsFor(o_).npm; }
 
   // Appends to the build log. A failed write (the disk is full) must not hide the build's own
   // error, so it is ignored.

@@ -121,11 +121,7 @@ void LumeApi::EnsureServer() {
     if (Answers()) return;
     if (::waitpid(pid, nullptr, WNOHANG) == pid) {
       // It gave up (its port taken, its storage unreadable): why, from the end of its log.
-      std::vector<std::string> lines = SplitLines(ReadFileIfExists(log).value_or(""));
-      std::vector<std::string> tail;
-      for (size_t i = lines.size() > 3 ? lines.size() - 3 : 0; i < lines.size(); ++i) {
-        tail.push_back(Cat("  ", lines[i]));
-      }
+      std::vector<std::string> tail = Tail(log, 3);
       tail.push_back(Cat("  (its log: ", log, ")"));
       throw Error(kExitUnavailable, Cat("the Lume server ss started for ", url_, " exited"), tail,
                   {"start it by hand to see why: lume serve --port " + m[2].str()});

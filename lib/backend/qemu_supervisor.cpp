@@ -47,15 +47,6 @@ std::string Describe(int wstatus) {
   return "stopped";
 }
 
-std::vector<std::string> Tail(const std::string& path, size_t lines) {
-  std::vector<std::string> all = SplitLines(ReadFileIfExists(path).value_or(""));
-  std::vector<std::string> out;
-  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
-    if (!Trim(all[i]).empty()) out.push_back(Cat("  ", all[i]));
-  }
-  return out;
-}
-
 // The Rust virtiofsd (in libexec), or QEMU's own C one until 8.0 (in /usr/lib/qemu).
 std::optional<std::string> FindVirtiofsd() { return LocateCommand("virtiofsd"); }
 

@@ -59,6 +59,15 @@ std::optional<std::string> ReadFileIfExists(const std::string& path) {
   return out;
 }
 
+std::vector<std::string> Tail(const std::string& path, size_t lines) {
+  std::vector<std::string> all = SplitLines(ReadFileIfExists(path).value_or(""));
+  std::vector<std::string> out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    if (!Trim(all[i]).empty()) out.push_back(Cat("  ", all[i]));
+  }
+  return out;
+}
+
 std::string ReadFile(const std::string& path) {
   auto content = ReadFileIfExists(path);
   if (!content) IoError("read", path, ENOENT);

@@ -23,6 +23,9 @@ void WriteAll(int fd, std::string_view data, const std::string& path);
 
 std::string ReadFile(const std::string& path);  // throws ss::Error (66 missing, 74 I/O)
 std::optional<std::string> ReadFileIfExists(const std::string& path);
+// The last `lines` lines of a file (a log), its blank ones left out, indented for an error's
+// details; none when it cannot be read.
+std::vector<std::string> Tail(const std::string& path, size_t lines);
 bool PathExists(const std::string& path);   // lstat: a dangling symlink exists
 bool IsDirectory(const std::string& path);  // stat: follows symlinks
 // The names in a directory, without . and ..; none when it cannot be read.
