@@ -325,7 +325,9 @@ EOF
 
 # A host, a sandbox and the internet as three network namespaces of the test's own: the sandbox's
 # link to the host is a veth pair, the fence goes on the host's end, and root in the sandbox
-# tries every way out.
+# tries every way out. The host forwards packets, as one running a container engine does (a new
+# namespace inherits IPv4 forwarding from the machine's own, which is off until an engine turns it
+# on: without it the host drops what the fence should refuse, and the refusals time out).
 # wire NS_A IF_A ADDR_A NS_B IF_B ADDR_B: a veth pair between two namespaces, a /24 on it, and
 # B's default route through A.
 wire() {
@@ -343,6 +345,7 @@ fenced_world() {
   NSES=("$H" "$S" "$I")
   wire "$H" sbx-h 10.77.0.1 "$S" sbx-s 10.77.0.2
   wire "$H" inet-h 198.51.100.1 "$I" inet-i 198.51.100.2
+  ip netns exec "$H" sysctl -qw net.ipv4.ip_forward=1
   # The sandbox's resolver is an outside one: the fence must catch lookups sent anywhere.
   mkdir -p "/etc/netns/$S"
   echo "nameserver 198.51.100.2" >"/etc/netns/$S/resolv.conf"
