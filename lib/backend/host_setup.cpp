@@ -63,20 +63,6 @@ void RecordDaemon(const std::string& name, pid_t pid) {
   AtomicWrite(DaemonsFile(), DumpJson(d) + "\n", 0644);
 }
 
-// A pid still naming a live process (a zombie waiting for init to reap it does not count).
-bool Alive(pid_t pid) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  auto p = platform::Process(pid);
-  return !p || !p->ended;
-}
-
-void WaitGone(pid_t pid, std::chrono::milliseconds wait) {
-  for (auto end = std::chrono::steady_clock::now() + wait;
-       Alive(pid) && std::chrono::steady_clock::now() < end;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
 pid_t StartDaemon(const std::string& name, const std::vector<std::string>& argv,
                   const std::string& log, SetupReport& report) {
   ProcessOptions o;
@@ -367,7 +353,7 @@ void RestartLxd(SetupReport& report) {
     pid_t pid = LxdServerPid();
     if (pid > 0) {
       ::kill(pid, SIGTERM);
-      WaitGone(pid, std::chrono::seconds(10));
+      WaitProcessGone(pid, std::chrono::seconds(10));
     }
     MakeDirs("/var/log/lxd");
     StartDaemon("lxd", {"lxd", "--group", "lxd", "--logfile=/var/log/lxd/lxd.log"},
@@ -588,7 +574,7 @@ SetupReport SetupDocker(Progress& progress) {
     RemoveStalePidFile("/var/run/docker.pid", "dockerd");
     pid_t pid = StartDaemon("dockerd", {"dockerd"}, "/var/log/ss-dockerd.log", report);
     for (int i = 0; i < 600 && !DockerAnswers(); ++i) {
-      if (!Alive(pid)) {
+      if (!ProcessAlive(pid)) {
         throw Error(kExitUnavailable, "dockerd exited while starting", {},
                     {"see /var/log/ss-dockerd.log"});
       }
@@ -605,14 +591,14 @@ SetupReport TeardownDocker(Progress& progress) {
   SetupReport report;
   Json daemons = ReadDaemons();
   pid_t pid = daemons.value("dockerd", 0);
-  if (!Alive(pid)) return report;
+  if (!ProcessAlive(pid)) return report;
   RequireRoot("stopping Docker");
   progress.Step("stopping dockerd and its containers");
   // dockerd stops its containers (systemd inside halts on the stop signal) and its containerd.
   ::kill(pid, SIGTERM);
-  WaitGone(pid, std::chrono::seconds(60));
-  if (Alive(pid)) ::kill(pid, SIGKILL);
-  WaitGone(pid, std::chrono::seconds(5));
+  WaitProcessGone(pid, std::chrono::seconds(60));
+  if (ProcessAlive(pid)) ::kill(pid, SIGKILL);
+  WaitProcessGone(pid, std::chrono::seconds(5));
   report.done.push_back(Cat("stopped dockerd (pid ", pid, ")"));
   Json before = daemons.value("dockerd.host", Json::object());
   if (!before.value("docker0", true) && LinkExists("docker0")) {
@@ -711,14 +697,14 @@ SetupReport TeardownLxd(Progress& progress) {
   SetupReport report;
   Json daemons = ReadDaemons();
   pid_t lxd = daemons.value("lxd", 0);
-  if (Alive(lxd)) {
+  if (ProcessAlive(lxd)) {
     progress.Step("stopping LXD and its containers");
     ProcessOptions o;
     o.timeout = std::chrono::minutes(2);
     Run({"lxd", "shutdown"}, o);
-    for (int i = 0; i < 100 && Alive(lxd); ++i)
+    for (int i = 0; i < 100 && ProcessAlive(lxd); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (Alive(lxd)) ::kill(lxd, SIGKILL);
+    if (ProcessAlive(lxd)) ::kill(lxd, SIGKILL);
     report.done.push_back(Cat("stopped lxd (pid ", lxd, ")"));
     // LXD removes its bridge on shutdown but leaves its firewall table behind.
     if (FindInPath("nft") && Run({"nft", "list", "table", "inet", "lxd"}).ok()) {
@@ -727,9 +713,9 @@ SetupReport TeardownLxd(Progress& progress) {
     }
   }
   pid_t lxcfs = daemons.value("lxcfs", 0);
-  if (Alive(lxcfs)) {
+  if (ProcessAlive(lxcfs)) {
     ::kill(lxcfs, SIGTERM);
-    for (int i = 0; i < 50 && Alive(lxcfs); ++i)
+    for (int i = 0; i < 50 && ProcessAlive(lxcfs); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     Run({"umount", "/var/lib/lxcfs"});
     report.done.push_back(Cat("stopped lxcfs (pid ", lxcfs, ")"));

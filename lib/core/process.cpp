@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "error.hpp"
 #include "fd.hpp"
@@ -188,6 +189,20 @@ int WaitPid(pid_t pid) {
     if (errno != EINTR) return 255;
   }
   return DecodeStatus(wstatus);
+}
+
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  auto p = platform::Process(pid);
+  return !p || !p->ended;
+}
+
+bool WaitProcessGone(pid_t pid, std::chrono::milliseconds wait) {
+  for (auto end = std::chrono::steady_clock::now() + wait;
+       ProcessAlive(pid) && std::chrono::steady_clock::now() < end;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return !ProcessAlive(pid);
 }
 
 ProcessResult Run(const std::vector<std::string>& argv, const ProcessOptions& options) {

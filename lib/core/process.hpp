@@ -67,6 +67,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path = 
 // Waits for pid; returns the exit status (or 128 + signal).
 int WaitPid(pid_t pid);
 
+// Whether pid still names a live process: a zombie waiting for its parent (or for an init that
+// reaps slowly) to collect it has ended, and does not count.
+bool ProcessAlive(pid_t pid);
+// Waits until pid has ended, at most `wait`; true when it has.
+bool WaitProcessGone(pid_t pid, std::chrono::milliseconds wait);
+
 // Replaces this process with argv (path must contain a slash); only returns by throwing.
 [[noreturn]] void ExecPath(const std::string& path, const std::vector<std::string>& argv);
 

@@ -34,7 +34,7 @@ int RunningPid(const std::string& sandbox) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer()) return 0;
   int pid = j["pid"].get<int>();
-  if (pid <= 0 || ::kill(pid, 0) != 0) return 0;
+  if (!ProcessAlive(pid)) return 0;
   std::vector<std::string> argv = platform::ProcessArgs(pid);
   bool ours = !argv.empty() && Basename(argv[0]) == "ss-net";
   bool for_it = false;
@@ -177,12 +177,7 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
     s.fenced = true;
     return s;
   }
-  if (s.pid) {  // running, but the fence is gone: start afresh, once the old one let go
-    ::kill(s.pid, SIGTERM);
-    for (int i = 0; i < 40 && ::kill(s.pid, 0) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-  }
+  if (s.pid) StopEgress(sandbox);  // running, but the fence is gone: start afresh
   MakeDirs(SandboxNetDir(sandbox), 0700);
   // The ports of the last run when there was one, so that the fence and the connection tracking
   // of flows already redirected there (a resolver's UDP "connection") stay right; any free ones
@@ -223,7 +218,15 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
 }
 
 void StopEgress(const std::string& sandbox) {
-  if (int pid = RunningPid(sandbox)) ::kill(pid, SIGTERM);
+  int pid = RunningPid(sandbox);
+  if (!pid) return;
+  // Gone before this returns: its ports are free for the next one, and it never outlives the
+  // machine it served. It lets go at once on SIGTERM; one that does not is killed.
+  ::kill(pid, SIGTERM);
+  if (!WaitProcessGone(pid, std::chrono::seconds(5))) {
+    ::kill(pid, SIGKILL);
+    WaitProcessGone(pid, std::chrono::seconds(5));
+  }
 }
 
 void RemoveEgress(const std::string& sandbox) {

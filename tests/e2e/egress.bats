@@ -373,7 +373,7 @@ time.sleep(600)' "$old_port" >"$W/holder" </dev/null 3>&- &
 @test "egress: a reset keeps the policy, and the old ss-net does not outlive the old machine" {
   old=$(jq -r .pid "$(serve_record)")
   ss vm reset --sandbox "$SANDBOX" --yes >/dev/null 2>&1
-  run kill -0 "$old"
+  run process_alive "$old"
   assert_failure
   run ss net ls --sandbox "$SANDBOX"
   assert_line "  allow allowed.test"

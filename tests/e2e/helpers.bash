@@ -217,6 +217,15 @@ kill_machine() {
   [ -n "$pid" ] && [ "$pid" != 0 ] && kill -KILL "$pid"
 }
 
+# process_alive PID: PID names a live process. One that has ended but waits to be reaped (a
+# zombie: this machine's init reaps orphans seconds late) has ended.
+process_alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
+
 # wait_state NAME STATE [SECONDS]: polls `ss vm status` until the sandbox is in STATE.
 wait_state() {
   local name=$1 want=$2 limit=${3:-60} i
