@@ -4,6 +4,7 @@
 
 #include "digest.hpp"
 #include "error.hpp"
+#include "fs.hpp"
 #include "net_policy.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -98,6 +99,11 @@ ProcessResult ThroughSudo(std::vector<std::string> args) {
 
 bool Root() { return ::geteuid() == 0; }
 
+// Every change to ss's table is made under this host-wide lock: the table is shared by every
+// sandbox, and its removal with the last sandbox's chains must not take a chain another ss
+// has just added (nft cannot delete a table only when it is empty).
+FileLock LockFences() { return FileLock("/run/ss-net-fence.lock"); }
+
 }  // namespace
 
 void ApplyNetFence(const NetFence& fence) {
@@ -127,6 +133,7 @@ void ApplyNetFence(const NetFence& fence) {
   }
   ProcessOptions o;
   o.input = NetFenceScript(fence);
+  FileLock lock = LockFences();
   ProcessResult r = Run({"nft", "-f", "-"}, o);
   if (!r.ok()) {
     throw Error(kExitUnavailable,
@@ -152,6 +159,7 @@ void RemoveNetFence(const std::string& sandbox) {
     }
     return;
   }
+  FileLock lock = LockFences();
   std::string script;
   for (const char* hook : {"pre", "in", "fwd"}) {
     if (Run({"nft", "list", "chain", "inet", "ss", Chain(sandbox, hook)}).ok()) {
