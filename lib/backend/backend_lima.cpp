@@ -67,10 +67,18 @@ int MajorVersion(const std::string& text, std::string* version) {
   return std::stoi(m[2]);
 }
 
+// Broken because the machine itself is gone (it crashed or was killed) while Lima's host agent
+// lingers: for a moment as it closes its forwards and exits, or for good if it hangs. The
+// sandbox is not running; starting it stops the instance by force first, as a Lima user would.
+bool MachineGone(const Json& instance) {
+  return instance.value("status", "") == "Broken" && instance.value("hostAgentPID", 0) > 0 &&
+         instance.value("driverPID", 0) == 0;
+}
+
 SandboxState StateOf(const Json& instance) {
   std::string status = instance.value("status", "");
   if (status == "Running") return SandboxState::kRunning;
-  if (status == "Stopped") return SandboxState::kStopped;
+  if (status == "Stopped" || MachineGone(instance)) return SandboxState::kStopped;
   if (status == "Installing" || status == "Uninitialized") return SandboxState::kStarting;
   return SandboxState::kBroken;  // Broken, or a status this ss does not know
 }
@@ -307,6 +315,11 @@ void LimaBackend::ApplyResources(const std::string& name, const Json& instance,
 void LimaBackend::Start(const std::string& name, const Resources& resources) {
   Json instance = RequireInstance(name);
   if (instance.value("status", "") == "Running") return;
+  if (MachineGone(instance)) {
+    // Lima will not start it while its host agent runs ("seems running"): that agent goes.
+    Limactl({"stop", "--force", name}, Cat("cannot stop what is left of '", name, "'"));
+    instance = RequireInstance(name);
+  }
   if (instance.value("status", "") == "Stopped") ApplyResources(name, instance, resources);
   Limactl({"start", "--tty=false", name}, Cat("cannot start '", name, "'"), kBootTimeout);
 }

@@ -380,6 +380,31 @@ setup() {
   assert_output ""
 }
 
+@test "Lima: a machine gone while its host agent lingers is stopped by force and started again" {
+  [ "$SS_E2E_BACKEND" = lima ] || skip "only Lima keeps a host agent beside the machine"
+  ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
+  # Lima's host agent closes its forwards before it exits when its machine dies; held still
+  # here, it stays, and Lima calls the instance broken: "host agent is running but driver is not".
+  agent=$(limactl list --json "$SANDBOX" | jq -r .hostAgentPID)
+  kill -STOP "$agent"
+  kill_machine "$SANDBOX"
+  for _ in $(seq 100); do
+    [ "$(limactl list --json "$SANDBOX" 2>/dev/null | jq -r .status)" = Broken ] && break
+    sleep 0.1
+  done
+  limactl list --json "$SANDBOX" 2>/dev/null |
+    jq -e '[.status, .errors[0]] == ["Broken", "host agent is running but driver is not"]'
+  run ss vm status --sandbox "$SANDBOX" --json
+  echo "$output" | jq -e '.state == "stopped"'
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+  run process_alive "$agent"
+  assert_failure
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+}
+
 @test "the engine's daemon going away mid-session: exit 69 with the words, and setup brings it all back" {
   case "$SS_E2E_BACKEND" in
     lxd) what="the LXD daemon is not running" ;;
