@@ -298,10 +298,12 @@ void QemuBackend::ApplyResources(const std::string& name, const Resources& r) {
   if (r.memory > 0) machine["memory_mib"] = r.memory / kMiB;
   int64_t current = VirtualSize(paths.disk);
   if (r.disk > current) {
-    // The guest grows its filesystem to the disk on boot (cloud-init resizefs).
+    // The guest grows its filesystem to the disk on its next boot (cloud-init's resizefs, which
+    // runs on later boots only when asked: cloud-init/qemu.yaml).
     RunChecked({"qemu-img", "resize", "-q", paths.disk, std::to_string(r.disk)},
                Cat("cannot grow the disk of '", name, "'"), {}, kExitIoErr);
     current = r.disk;
+    machine["grow_filesystem"] = true;
   } else if (r.disk > 0 && r.disk < current) {
     Warn(Cat("the disk of '", name, "' is ", FormatSizeHuman(current), " and cannot shrink to ",
              FormatSizeHuman(r.disk), "; reset the sandbox to get a smaller one"));
@@ -332,6 +334,10 @@ void QemuBackend::Start(const std::string& name, const Resources& resources) {
     LaunchSupervisor(paths, lock.fd(), SupervisorBinary(), kLaunchTimeout);
   } catch (Error& e) {
     throw Error(e.code(), Cat("cannot start '", name, "': ", e.what()), e.details(), e.hints());
+  }
+  if (machine.contains("grow_filesystem")) {  // asked of this boot only
+    machine.erase("grow_filesystem");
+    WriteMachine(paths, machine);
   }
 }
 

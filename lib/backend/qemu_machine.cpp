@@ -48,11 +48,12 @@ void QemuEnsureViews(const std::string& machine_dir, const Json& machine) {
 
 std::string QemuOptionValue(const std::string& value) { return DoubleEvery(value, ','); }
 
-// The sandbox's cloud-config, then cloud-init/qemu-resolver.yaml: the guest's resolver.
+// The sandbox's cloud-config, then cloud-init/qemu.yaml: the guest's resolver, and cloud-init off
+// from the second boot on.
 std::string QemuUserData(const std::string& user_data) {
   std::string out = user_data;
   if (!out.empty() && out.back() != '\n') out += '\n';
-  return out + std::string(RequireResource("cloud-init/qemu-resolver.yaml"));
+  return out + std::string(RequireResource("cloud-init/qemu.yaml"));
 }
 
 std::string QemuNetdev(const QemuLaunch& l) {

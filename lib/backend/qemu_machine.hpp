@@ -62,7 +62,8 @@ void QemuEnsureViews(const std::string& machine_dir, const Json& machine);
 std::vector<std::string> QemuArgv(const QemuLaunch& l);
 // Its -netdev: the user network restricted to SSH in and the guestfwd relays out.
 std::string QemuNetdev(const QemuLaunch& l);
-// The sandbox's cloud-config with what the guest needs on the restricted network (its resolver).
+// The sandbox's cloud-config with what ss's QEMU guests add (cloud-init/qemu.yaml): the resolver on
+// the restricted network, and cloud-init off after the first boot.
 std::string QemuUserData(const std::string& user_data);
 // Escapes a value for QEMU's option syntax (a comma is doubled).
 std::string QemuOptionValue(const std::string& value);

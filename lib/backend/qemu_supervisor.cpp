@@ -168,6 +168,8 @@ class Supervisor {
     l.kernel = machine.value("kernel", "");
     l.initrd = machine.value("initrd", "");
     l.append = machine.value("append", "");
+    // cloud-init is off after the first boot (cloud-init/qemu.yaml) but for a grown disk's.
+    if (machine.value("grow_filesystem", false)) l.append += " cloud-init=enabled";
     l.disk = paths_.disk;
     l.seed = paths_.seed;
     l.qmp_socket = paths_.Qmp();

@@ -181,6 +181,11 @@ TEST(QemuUserData, TheGuestAsksSsNetsResolverOverTcp) {
       << out;
 }
 
+TEST(QemuUserData, LaterBootsGoWithoutCloudInit) {
+  std::string out = QemuUserData("#cloud-config\nhostname: box\n");
+  EXPECT_NE(out.find("  - [touch, /etc/cloud/cloud-init.disabled]\n"), std::string::npos) << out;
+}
+
 TEST(QemuArgv, OptionValuesDoubleCommas) {
   EXPECT_EQ(QemuOptionValue("/a,b,,c"), "/a,,b,,,,c");
   EXPECT_EQ(QemuOptionValue("/plain"), "/plain");
