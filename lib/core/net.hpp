@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
+
+#include "fd.hpp"
 
 namespace ss {
 
@@ -12,5 +15,35 @@ int FreeLoopbackPort();
 
 // Whether something accepts TCP connections on host:port within `timeout`.
 bool TcpPortOpen(const std::string& host, int port, std::chrono::milliseconds timeout);
+
+// Waits for a server that speaks first (as sshd does) to say `prefix`, over connections opened
+// one every `every` and each kept for `patience`. A VM's forwarded port accepts at once, before
+// the guest listens, and its connection stays silent until a retransmitted SYN reaches the guest
+// (seconds later): a fresh connection reaches it at once, while an older one still hears a
+// server too slow to greet within `every`.
+class GreetingWatch {
+ public:
+  GreetingWatch(std::string prefix, std::chrono::milliseconds every,
+                std::chrono::milliseconds patience);
+  ~GreetingWatch();
+  // True once a connection to host:port heard the prefix (every connection is then closed);
+  // false after `wait` without. At most patience / every + 1 are open at once: keep it under
+  // what the server takes before it refuses (sshd's MaxStartups, 10).
+  bool Heard(const std::string& host, int port, std::chrono::milliseconds wait);
+
+ private:
+  struct Attempt {
+    Fd fd;
+    std::chrono::steady_clock::time_point opened;
+    bool connected = false;
+    std::string heard;
+  };
+  void Open(const std::string& host, int port);
+  bool Step(Attempt& a);  // one poll event: true once the prefix is heard
+
+  std::string prefix_;
+  std::chrono::milliseconds every_, patience_;
+  std::vector<Attempt> attempts_;
+};
 
 }  // namespace ss

@@ -15,6 +15,7 @@
 #include "fs.hpp"
 #include "host.hpp"
 #include "image.hpp"
+#include "net.hpp"
 #include "net_store.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -445,6 +446,9 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
   std::string last_error;
   bool announced = false;
   std::optional<Clock::time_point> refused_since;
+  // sshd's first words before each SSH connection attempt: a VM's forwarded port accepts before
+  // the guest listens, and a whole attempt would then hang for its full timeout.
+  GreetingWatch greeting("SSH-", std::chrono::milliseconds(500), std::chrono::seconds(3));
   while (true) {
     SandboxState state = backend_->State(name_);
     if (state == SandboxState::kStopped || state == SandboxState::kBroken ||
@@ -465,6 +469,9 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
         SshOptions o = Options();
         o.connect_timeout = std::chrono::seconds(3);
         target = backend_->Ssh(name_);
+        if (!greeting.Heard(target.host, target.port, std::chrono::milliseconds(500))) {
+          throw Error(kExitUnavailable, Cat("no sshd answered on ", target.host, ":", target.port));
+        }
         conn = std::make_unique<SshConnection>(EndpointAt(target), o);
         if (conn->Exec({"test", "-e", "/var/lib/ss/provisioned"}).status != 0) {
           conn.reset();
