@@ -149,7 +149,8 @@ EOF
   keys 'clear; stty size' Enter
   wait_screen '^24 80$'
   keys 'sleep 100; echo slept' Enter
-  sleep 1
+  # Ctrl-C once the sleep runs (typed ahead, it would reach the shell instead).
+  for _ in $(seq 100); do ss exec -- pgrep -xf 'sleep 100' >/dev/null && break; sleep 0.1; done
   keys C-c
   keys 'echo after-$((40+2))' Enter
   wait_screen '^after-42$'
@@ -178,13 +179,17 @@ EOF
 
 @test "secrets reach the session and appear in no argv and on no disk" {
   export SS_E2E_SECRET="s3cr3t-$RANDOM-value"
-  ss proj --env SS_E2E_SECRET -- sh -c 'echo "$SS_E2E_SECRET" > /dev/shm/seen; sleep 4' &
+  # The session lives until the test has looked at every process.
+  ss exec -- rm -f /dev/shm/seen /dev/shm/looked
+  ss proj --env SS_E2E_SECRET -- sh -c 'echo "$SS_E2E_SECRET" > /dev/shm/seen
+    while [ ! -e /dev/shm/looked ]; do sleep 0.1; done' &
   pid=$!
-  sleep 2
+  for _ in $(seq 300); do ss exec -- test -s /dev/shm/seen && break; sleep 0.1; done
   ! ps auxww | grep -F -- "$SS_E2E_SECRET" | grep -v grep
   run ss exec -- ps auxww
   assert_success
   refute_output --partial "$SS_E2E_SECRET"
+  ss exec -- touch /dev/shm/looked
   wait "$pid"
   run ss exec -- cat /dev/shm/seen
   assert_output "$SS_E2E_SECRET"

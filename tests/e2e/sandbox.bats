@@ -447,10 +447,10 @@ setup() {
   # Its port taken by a socket that does not listen: nothing answers and no server can start.
   lume_server_stop
   python3 -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); time.sleep(600)' \
-    "${SS_LUME_URL##*:}" 3>&- &
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); print(flush=True); time.sleep(600)' \
+    "${SS_LUME_URL##*:}" > "$BATS_TEST_TMPDIR/holding" 3>&- &
   echo $! > "$BATS_FILE_TMPDIR/holder"
-  sleep 0.5
+  for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/holding" ] && break; sleep 0.1; done
   run --separate-stderr ss vm status --sandbox "$SANDBOX" --json
   assert_success
   echo "$output" | jq -e '.state == "stopped"'

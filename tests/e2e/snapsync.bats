@@ -382,7 +382,8 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   ss exec sn-app -- true  # opening the project mounts the working copy again
   # Something in the sandbox holds the browser's port: the host's browser cannot be reached.
   port=$(cat "$BATS_FILE_TMPDIR/cdp_port")
-  break_it "browser bridge" "setsid python3 -m http.server $port --bind 127.0.0.1 </dev/null >/dev/null 2>&1 & sleep 1" \
+  break_it "browser bridge" "setsid python3 -m http.server $port --bind 127.0.0.1 </dev/null >/dev/null 2>&1 &
+    for i in \$(seq 100); do curl -so /dev/null http://127.0.0.1:$port/ && break; sleep 0.1; done" \
     "pkill -f 'http.server $port'"
   # No browser on the host at all is no fault of the sandbox: a warning with the fix, exit 0.
   kill -- "-$(cat "$BATS_FILE_TMPDIR/chrome.pid")"
