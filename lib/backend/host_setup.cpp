@@ -75,16 +75,16 @@ pid_t StartDaemon(const std::string& name, const std::vector<std::string>& argv,
   return pid;
 }
 
-// A daemon killed without cleaning up leaves its pidfile; once the pid is reused by another
-// process the daemon refuses to start ("pid file found"). Removes `path` unless it names a
-// running `comm`.
+// A daemon killed without cleaning up leaves its pidfile; while the pid names a process (another
+// one by now, or the daemon's own zombie, not reaped yet) the daemon refuses to start ("pid file
+// found"). Removes `path` unless it names a live `comm`.
 void RemoveStalePidFile(const std::string& path, const std::string& comm) {
   auto text = ReadFileIfExists(path);
   if (!text) return;
   std::string pid(Trim(*text));
   if (!pid.empty() && pid.size() < 10 && pid.find_first_not_of("0123456789") == std::string::npos) {
     auto running = platform::Process(std::stoi(pid));
-    if (running && running->name == comm) return;
+    if (running && !running->ended && running->name == comm) return;
   }
   ::unlink(path.c_str());
 }
@@ -572,6 +572,9 @@ SetupReport SetupDocker(Progress& progress) {
     }
     MakeDirs("/var/log");
     RemoveStalePidFile("/var/run/docker.pid", "dockerd");
+    // dockerd's own containerd: after an unclean stop its number may name another process by
+    // now, and dockerd would wait for that one's socket ("containerd is still running") in vain.
+    RemoveStalePidFile("/var/run/docker/containerd/containerd.pid", "containerd");
     pid_t pid = StartDaemon("dockerd", {"dockerd"}, "/var/log/ss-dockerd.log", report);
     for (int i = 0; i < 600 && !DockerAnswers(); ++i) {
       if (!ProcessAlive(pid)) {

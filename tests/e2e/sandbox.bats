@@ -437,6 +437,38 @@ setup() {
   ss vm stop --sandbox "$SANDBOX" >/dev/null
 }
 
+@test "Docker killed outright starts again, though its containerd's number is another process's" {
+  [ "$SS_E2E_BACKEND" = docker ] || skip "Docker's daemon only"
+  ss vm setup --backend docker >/dev/null 2>&1
+  ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
+  local pidfile=/var/run/docker/containerd/containerd.pid dockerd containerd holder
+  dockerd=$(cat /var/run/docker.pid)
+  containerd=$(cat "$pidfile")
+  # A power cut, as a machine without an init system has: both gone, their pid files left.
+  kill -KILL "$dockerd" "$containerd"
+  for _ in $(seq 100); do
+    process_alive "$dockerd" || process_alive "$containerd" || break
+    sleep 0.1
+  done
+  run process_alive "$dockerd"
+  assert_failure
+  run process_alive "$containerd"
+  assert_failure
+  # By the next start another process holds containerd's old number.
+  sleep 600 >/dev/null 2>&1 3>&- &
+  holder=$!
+  printf %s "$holder" > "$pidfile"  # as containerd writes it: no newline
+  run ss vm setup --backend docker
+  kill "$holder"
+  assert_success
+  docker info >/dev/null
+  run --separate-stderr ss vm start --sandbox "$SANDBOX"
+  assert_success
+  run sandbox_ssh "$SANDBOX" cat /home/sandbox/marker
+  assert_output "kept"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+}
+
 @test "Lume's server going away: ss starts it again, and reads Lume's storage when it cannot" {
   [ "$SS_E2E_BACKEND" = lume ] || skip "only Lume's machines live in a server of its own"
   ss vm start --sandbox "$SANDBOX" >/dev/null 2>&1
