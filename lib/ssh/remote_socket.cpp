@@ -50,6 +50,7 @@
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -340,9 +341,10 @@ struct RemoteSocketForward::Impl : std::enable_shared_from_this<Impl> {
   std::map<uint32_t, SshChannel> channels;  // the connections carried now, by id
   bool ready = false;
   bool shared = false;
-  bool ended = false;
+  // Read from other threads too (ended(), total_connections()).
+  std::atomic<bool> ended = false;
   bool warned = false;
-  uint64_t total = 0;
+  std::atomic<uint64_t> total = 0;
   std::string helper_error;
   std::string end_reason;
   std::function<void(const std::string&)> on_end;
