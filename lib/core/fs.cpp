@@ -212,7 +212,7 @@ void ChownTree(const std::string& path, uid_t uid, gid_t gid) {
 }
 
 FileLock::FileLock(const std::string& path, Mode mode) {
-  fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600));
   if (!fd_.ok()) IoError("open lock file", path, errno);
   while (::flock(fd_.get(), mode == kShared ? LOCK_SH : LOCK_EX) != 0) {
     if (errno != EINTR) IoError("lock", path, errno);
@@ -237,7 +237,7 @@ FileLock::FileLock(const std::string& path, Mode mode, std::chrono::milliseconds
 
 std::optional<FileLock> FileLock::TryLock(const std::string& path, Mode mode) {
   FileLock lock;
-  lock.fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  lock.fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600));
   if (!lock.fd_.ok()) IoError("open lock file", path, errno);
   if (::flock(lock.fd_.get(), (mode == kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return std::nullopt;

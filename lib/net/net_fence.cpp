@@ -101,8 +101,13 @@ bool Root() { return ::geteuid() == 0; }
 
 // Every change to ss's table is made under this host-wide lock: the table is shared by every
 // sandbox, and its removal with the last sandbox's chains must not take a chain another ss
-// has just added (nft cannot delete a table only when it is empty).
-FileLock LockFences() { return FileLock("/run/ss-net-fence.lock"); }
+// has just added (nft cannot delete a table only when it is empty). A holder that never lets go
+// (stopped, hung) makes the next change fail with exit 75 after a minute; no sandbox starts
+// unfenced meanwhile.
+FileLock LockFences() {
+  return FileLock("/run/ss-net-fence.lock", FileLock::kExclusive, std::chrono::minutes(1),
+                  "the network fence (/run/ss-net-fence.lock)");
+}
 
 }  // namespace
 

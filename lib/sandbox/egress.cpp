@@ -223,7 +223,8 @@ void StopEgress(const std::string& sandbox) {
   // Gone before this returns: its ports are free for the next one, and it never outlives the
   // machine it served. It lets go at once on SIGTERM; one that does not is killed.
   ::kill(pid, SIGTERM);
-  if (!WaitProcessGone(pid, std::chrono::seconds(5))) {
+  // Killed only if it is still the sandbox's ss-net (its number is not another's by now).
+  if (!WaitProcessGone(pid, std::chrono::seconds(5)) && RunningPid(sandbox) == pid) {
     ::kill(pid, SIGKILL);
     WaitProcessGone(pid, std::chrono::seconds(5));
   }
