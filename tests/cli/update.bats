@@ -27,6 +27,9 @@ setup() {
 
 teardown() {
   [ -z "${FEED_PID:-}" ] || kill "$FEED_PID" 2>/dev/null || true
+  # Each test's install is a copy of the build (1.4 GB under ASan, twice with the original):
+  # gone with the test, or the file's tests fill the disk before Bats removes its folder.
+  rm -rf "$BATS_TEST_TMPDIR"/{prefix,original,feed,release-*}
 }
 
 # release VERSION: publishes VERSION in the feed: bin/ss answers --version as VERSION (and runs
