@@ -211,9 +211,19 @@ void ChownTree(const std::string& path, uid_t uid, gid_t gid) {
   if (rc != 0) IoError("change the owner of", path, rc > 0 ? rc : errno);
 }
 
+namespace {
+
+// A lock file, made when missing: never through a link, never as a controlling terminal.
+int OpenLockFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+  if (fd < 0) IoError("open lock file", path, errno);
+  return fd;
+}
+
+}  // namespace
+
 FileLock::FileLock(const std::string& path, Mode mode) {
-  fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600));
-  if (!fd_.ok()) IoError("open lock file", path, errno);
+  fd_.Reset(OpenLockFile(path));
   while (::flock(fd_.get(), mode == kShared ? LOCK_SH : LOCK_EX) != 0) {
     if (errno != EINTR) IoError("lock", path, errno);
   }
@@ -237,8 +247,7 @@ FileLock::FileLock(const std::string& path, Mode mode, std::chrono::milliseconds
 
 std::optional<FileLock> FileLock::TryLock(const std::string& path, Mode mode) {
   FileLock lock;
-  lock.fd_.Reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600));
-  if (!lock.fd_.ok()) IoError("open lock file", path, errno);
+  lock.fd_.Reset(OpenLockFile(path));
   if (::flock(lock.fd_.get(), (mode == kShared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return std::nullopt;
     IoError("lock", path, errno);
