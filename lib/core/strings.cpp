@@ -80,9 +80,17 @@ std::optional<int64_t> ParseDecimal(std::string_view s) {
 }
 
 bool OnlyChars(std::string_view s, std::string_view chars) {
+  // A range joins two letters or two digits of the same kind ("a-z", "0-7"); any other '-' is
+  // itself ("9-_" once read as a range from '9' to '_' and refused every hyphen).
+  auto same_kind = [](char a, char b) {
+    auto kind = [](char x) {
+      return (x >= 'a' && x <= 'z') ? 1 : (x >= 'A' && x <= 'Z') ? 2 : (x >= '0' && x <= '9') ? 3 : 0;
+    };
+    return kind(a) != 0 && kind(a) == kind(b) && a <= b;
+  };
   auto allowed = [&](char c) {
     for (size_t i = 0; i < chars.size(); ++i) {
-      if (i + 2 < chars.size() && chars[i + 1] == '-') {
+      if (i + 2 < chars.size() && chars[i + 1] == '-' && same_kind(chars[i], chars[i + 2])) {
         if (c >= chars[i] && c <= chars[i + 2]) return true;
         i += 2;
       } else if (c == chars[i]) {

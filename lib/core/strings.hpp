@@ -29,8 +29,9 @@ std::string Quoted(std::string_view s);
 // Text from a sandbox made safe for a terminal: control characters shown as cat -v does ("^[",
 // "^?"), tabs kept, and line breaks too when `lines`.
 std::string Printable(std::string_view s, bool lines = false);
-// Whether every character of `s` is one of `chars`, where "a-z" is a range and a '-' at either
-// end is itself. Linear, for names of any length (std::regex recurses per character).
+// Whether every character of `s` is one of `chars`, where "a-z", "A-Z" and "0-9" (or narrower,
+// two letters or two digits of one kind) are ranges and every other '-' is itself. Linear, for
+// names of any length (std::regex recurses per character).
 bool OnlyChars(std::string_view s, std::string_view chars);
 // A decimal number that fits int64_t and nothing else (no sign, no space), or nullopt.
 std::optional<int64_t> ParseDecimal(std::string_view s);
