@@ -146,6 +146,15 @@ SecretsMap ConvertSecretsMap(const std::string& key, const YAML::Node& node,
                       Cat(where, ".inject: ", Quoted(h), " is not a host name (exact names only)"));
           }
         }
+      } else if (field == "headers") {
+        entry["headers"] = scalar_list(value, Cat(where, ".headers"));
+        for (const auto& h : entry["headers"]) {
+          if (!IsHeaderName(h.get_ref<const std::string&>())) {
+            FileError(file, value.Mark(),
+                      Cat(where, ".headers: ", Quoted(h.get_ref<const std::string&>()),
+                          " is not a header name"));
+          }
+        }
       } else if (field == "from") {
         if (!value.IsMap() || value.size() != 1) {
           FileError(file, value.Mark(),
@@ -166,9 +175,13 @@ SecretsMap ConvertSecretsMap(const std::string& key, const YAML::Node& node,
                         "command: [PROGRAM, ARGS...]"));
         }
       } else {
-        FileError(file, f->first.Mark(),
-                  Cat("unknown key '", where, ".", field, "'; a secret has inject: and from:"));
+        FileError(
+            file, f->first.Mark(),
+            Cat("unknown key '", where, ".", field, "'; a secret has inject:, headers: and from:"));
       }
+    }
+    if (entry.contains("headers") && !entry.contains("inject")) {
+      FileError(file, spec.Mark(), Cat(where, ".headers: only for a secret with inject:"));
     }
     if (entry.contains("inject")) {
       inject[name] = entry;

@@ -84,7 +84,10 @@ bool OnlyChars(std::string_view s, std::string_view chars) {
   // itself ("9-_" once read as a range from '9' to '_' and refused every hyphen).
   auto same_kind = [](char a, char b) {
     auto kind = [](char x) {
-      return (x >= 'a' && x <= 'z') ? 1 : (x >= 'A' && x <= 'Z') ? 2 : (x >= '0' && x <= '9') ? 3 : 0;
+      return (x >= 'a' && x <= 'z')   ? 1
+             : (x >= 'A' && x <= 'Z') ? 2
+             : (x >= '0' && x <= '9') ? 3
+                                      : 0;
     };
     return kind(a) != 0 && kind(a) == kind(b) && a <= b;
   };

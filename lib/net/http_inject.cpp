@@ -240,6 +240,12 @@ InjectedHead InjectSecrets(const HttpHead& head, std::string_view host, const Ne
                           " only, not for ", host),
                       i.secret);
       }
+      if (std::find(i.headers.begin(), i.headers.end(), ToLower(key)) == i.headers.end()) {
+        return refuse(403,
+                      Cat("the placeholder of secret ", i.secret, " goes in the ",
+                          Join(i.headers, " or "), " header only, not in ", key),
+                      i.secret);
+      }
       found.emplace_back(&i, std::string());
     }
     for (auto& [i, real] : found) {

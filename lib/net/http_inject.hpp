@@ -82,9 +82,10 @@ using SecretLookup =
     std::function<std::optional<std::string>(const NetInjection& injection, std::string* why)>;
 
 // `head`, a request on a connection to `host` that ss-net terminates, made ready to go upstream:
-// its Host must name `host`; every placeholder of a secret declared for `host` in a header value
-// is replaced by the secret's real value; a placeholder of any other secret, a placeholder in the
-// request line or a header name, or a control character in a header value refuses the request.
+// its Host must name `host`; every placeholder of a secret declared for `host` in the value of a
+// header named for it is replaced by the secret's real value; a placeholder of any other secret,
+// in another header, in the request line or a header name, or a control character in a header
+// value refuses the request.
 InjectedHead InjectSecrets(const HttpHead& head, std::string_view host, const NetPolicy& policy,
                            const SecretLookup& lookup);
 

@@ -65,7 +65,9 @@ std::optional<std::string> NormaliseHostName(std::string_view host) {
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
   if (host.empty() || host.size() > 253) return std::nullopt;
   for (const std::string& label : Split(host, '.')) {
-    if (label.empty() || label.size() > 63) return std::nullopt;
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return std::nullopt;
+    }
     if (!OnlyChars(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")) {
       return std::nullopt;
     }
@@ -187,7 +189,8 @@ std::string NetPolicyToJson(const NetPolicy& policy) {
     nlohmann::json rule = {{"secret", i.secret},
                            {"placeholder", i.placeholder},
                            {"hosts", i.hosts},
-                           {"from", SecretSourceToJson(i.from)}};
+                           {"from", SecretSourceToJson(i.from)},
+                           {"headers", i.headers}};
     j["inject"].push_back(rule);
   }
   return j.dump(2) + "\n";
@@ -213,6 +216,14 @@ bool IsPlaceholder(std::string_view s) {
 }
 
 }  // namespace
+
+std::vector<std::string> DefaultInjectHeaders() { return {"authorization", "x-api-key"}; }
+
+bool IsHeaderName(std::string_view s) {
+  return !s.empty() && s.size() <= 100 &&
+         OnlyChars(s,
+                   "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+}
 
 std::optional<NetSecretSource> SecretSourceFromJson(const nlohmann::json& from) {
   if (!from.is_object() || from.size() != 1) return std::nullopt;
@@ -282,6 +293,18 @@ NetInjection ParseInjection(const nlohmann::json& j, const std::function<Error(s
                   "{\"command\": [PROGRAM, ARGS...]}"));
   }
   i.from = std::move(*from);
+  if (j.contains("headers")) {  // policy files written before headers were named have none
+    if (!j["headers"].is_array() || j["headers"].empty()) {
+      throw bad(Cat("the injection of ", i.secret, " needs \"headers\", a list of header names"));
+    }
+    i.headers.clear();
+    for (const auto& h : j["headers"]) {
+      if (!h.is_string() || !IsHeaderName(h.get<std::string>())) {
+        throw bad(Cat("the injection of ", i.secret, " names a header that is not a header name"));
+      }
+      i.headers.push_back(ToLower(h.get<std::string>()));
+    }
+  }
   return i;
 }
 

@@ -62,16 +62,24 @@ struct NetSecretSource {
 // As written in config.yaml and policy.json: {"env": NAME}, {"file": ABSOLUTE-PATH} or
 // {"command": [PROGRAM, ARGS...]}. nullopt when `from` is none of these.
 std::optional<NetSecretSource> SecretSourceFromJson(const nlohmann::json& from);
+// An HTTP header name (an RFC 9110 token, at most 100 characters).
+bool IsHeaderName(std::string_view s);
 nlohmann::json SecretSourceToJson(const NetSecretSource& from);
 
 // A secret the sandbox holds only as a placeholder: for connections to `hosts` (exact names)
 // ss-net terminates TLS and puts the real value in place of the placeholder in request headers;
 // the placeholder sent anywhere else is refused.
+// The headers a credential goes in unless config names others: Authorization and x-api-key.
+std::vector<std::string> DefaultInjectHeaders();
+
 struct NetInjection {
   std::string secret;       // its name, for messages and the log ("ANTHROPIC_API_KEY")
   std::string placeholder;  // what the sandbox holds instead of the value
   std::vector<std::string> hosts;
   NetSecretSource from;
+  // The request headers (lower case) its placeholder is replaced in; anywhere else it is refused:
+  // a server that reflects a header it was sent must not hand the real value back.
+  std::vector<std::string> headers = DefaultInjectHeaders();
 };
 
 struct NetPolicy {

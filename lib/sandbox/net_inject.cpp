@@ -26,6 +26,10 @@ InjectedSecrets PrepareInjectedSecrets(const Config& config, const std::string& 
       r.hosts.push_back(*NormaliseHostName(host.get<std::string>()));
     }
     r.from = SecretSourceFromJson(spec["from"]).value();  // checked when config.yaml was read
+    if (spec.contains("headers")) {
+      r.headers.clear();
+      for (const auto& h : spec["headers"]) r.headers.push_back(ToLower(h.get<std::string>()));
+    }
     rules.push_back(std::move(r));
   }
   for (auto& [name, placeholder] : ApplyNetInjections(sandbox, std::move(rules))) {

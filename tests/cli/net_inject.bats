@@ -53,9 +53,9 @@ inject_world() {
       {secret: "OTHER_TOKEN", placeholder: $other, hosts: ["untrusted.test"],
        from: {env: "SS_TEST_SECRET"}},
       {secret: "FILE_TOKEN", placeholder: $file, hosts: ["api.inject.test"],
-       from: {file: "/nonexistent/token"}},
+       from: {file: "/nonexistent/token"}, headers: ["X-Token"]},
       {secret: "CMD_TOKEN", placeholder: $cmd, hosts: ["api.inject.test"],
-       from: {command: ["printf", "  %s\n", "from-a-command"]}}]}' \
+       from: {command: ["printf", "  %s\n", "from-a-command"]}, headers: ["x-token"]}]}' \
     >"$SS_HOME/.ss/sandboxes/box/net/policy.json"
   chmod 600 "$SS_HOME/.ss/sandboxes/box/net/policy.json"
   ss net ca >"$W/ca.crt"
@@ -118,6 +118,17 @@ ok 2"
   run req -H "x-token: $PH_CMD" "https://api.inject.test:$UP/cmd"
   assert_output "ok 3"
   tail -1 "$W/up.requests" | jq -e '.headers | map(select(.[0] == "x-token")) == [["x-token", "from-a-command"]]'
+  # A placeholder in a header its secret does not go in (one a server might echo back) is
+  # refused, and nothing reaches upstream.
+  requests=$(wc -l <"$W/up.requests")
+  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+    -H "x-api-key: $PH" -H "X-Echo: $PH" "https://api.inject.test:$UP/echo"
+  assert_output --partial "ss-net: the placeholder of secret API_KEY goes in the authorization or x-api-key header only, not in X-Echo"
+  assert_output --regexp '403$'
+  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+    -H "Authorization: $PH_CMD" "https://api.inject.test:$UP/echo"
+  assert_output --regexp '403$'
+  assert_equal "$(wc -l <"$W/up.requests")" "$requests"
   run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
     -H "x-token: $PH_FILE" "https://api.inject.test:$UP/file"
   assert_output --partial "ss-net: cannot read secret FILE_TOKEN: "

@@ -223,6 +223,7 @@ TEST(ConfigSecrets, TheMapFormDeclaresInjectedSecretsAndKeepsTheListForm) {
       "  GH_TOKEN:\n"
       "    inject: [api.github.com, uploads.github.com]\n"
       "    from: {command: [pass, show, github]}\n"
+      "    headers: [Authorization, X-GitHub-Token]\n"
       "  PLAIN:\n"
       "sandboxes:\n"
       "  work:\n"
@@ -237,6 +238,8 @@ TEST(ConfigSecrets, TheMapFormDeclaresInjectedSecretsAndKeepsTheListForm) {
   EXPECT_EQ(inject["ANTHROPIC_API_KEY"]["from"]["env"], "ANTHROPIC_API_KEY");
   EXPECT_EQ(inject["ANTHROPIC_API_KEY"]["inject"], Json::array({"api.anthropic.com"}));
   EXPECT_EQ(inject["GH_TOKEN"]["from"]["command"], Json::array({"pass", "show", "github"}));
+  EXPECT_EQ(inject["GH_TOKEN"]["headers"], Json::array({"Authorization", "X-GitHub-Token"}));
+  EXPECT_FALSE(inject["ANTHROPIC_API_KEY"].contains("headers"));
   // A sandbox's own secrets replace the global ones, injections included.
   EXPECT_TRUE(c.SecretInjections("work").empty());
   EXPECT_EQ(c.SecretInjections("files")["K"]["from"]["file"], "/run/k");
@@ -284,6 +287,11 @@ TEST(ConfigSecrets, BadInjectionsAreConfigErrorsWithTheirPlace) {
   EXPECT_NE(error("secrets: {1K: {inject: [a.test]}}\n").find("not an environment variable"),
             std::string::npos);
   EXPECT_NE(error("secrets: {K: {inject: ['a.test,IP:1']}}\n").find("is not a host name"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {inject: [a.test], headers: ['X: y']}}\n")
+                .find("secrets.K.headers: 'X: y' is not a header name"),
+            std::string::npos);
+  EXPECT_NE(error("secrets: {K: {headers: [x-api-key]}}\n").find("only for a secret with inject:"),
             std::string::npos);
 }
 

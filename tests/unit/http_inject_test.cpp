@@ -42,15 +42,42 @@ InjectedHead Inject(const std::string& text, const std::string& host = "api.anth
   return InjectSecrets(Head(text), host, Policy(), Lookup);
 }
 
-TEST(InjectSecrets, ReplacesThePlaceholderInEveryHeaderValue) {
+TEST(InjectSecrets, ReplacesThePlaceholderInTheHeadersItGoesIn) {
   auto r = Inject("POST /v1/messages HTTP/1.1\r\nHost: api.anthropic.com\r\nx-api-key: " + kPh +
-                  "\r\nAuthorization: Bearer " + kPh + "\r\nX-Both: " + kPh + "," + kPh +
-                  "\r\nContent-Length: 2\r\n\r\n");
+                  "\r\nAuthorization: Bearer " + kPh + "," + kPh + "\r\nContent-Length: 2\r\n\r\n");
   ASSERT_EQ(r.status, InjectedHead::kOk) << r.reason;
   EXPECT_EQ(r.head, "POST /v1/messages HTTP/1.1\r\nHost: api.anthropic.com\r\nx-api-key: " +
-                        kSecret + "\r\nAuthorization: Bearer " + kSecret +
-                        "\r\nX-Both: " + kSecret + "," + kSecret + "\r\nContent-Length: 2\r\n\r\n");
+                        kSecret + "\r\nAuthorization: Bearer " + kSecret + "," + kSecret +
+                        "\r\nContent-Length: 2\r\n\r\n");
   EXPECT_EQ(r.injected, std::vector<std::string>{"API_KEY"});
+}
+
+TEST(InjectSecrets, APlaceholderInAnotherHeaderIsRefusedSoNoEchoCarriesTheValueBack) {
+  // A server that reflects a request header (a debug endpoint, an error page) would hand the
+  // sandbox the real value: the placeholder goes in its own headers only.
+  for (std::string header : {"X-Echo", "Cookie", "User-Agent", "X-Api-Key-Copy", "Referer"}) {
+    auto r = Inject("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nx-api-key: " + kPh + "\r\n" +
+                    header + ": " + kPh + "\r\n\r\n");
+    EXPECT_EQ(r.status, InjectedHead::kRefused) << header;
+    EXPECT_EQ(r.code, 403);
+    EXPECT_EQ(r.reason,
+              "the placeholder of secret API_KEY goes in the authorization or x-api-key "
+              "header only, not in " +
+                  header);
+    EXPECT_TRUE(r.head.empty());
+  }
+  // Header names are matched whatever their case; config may name others.
+  NetPolicy p = Policy();
+  p.inject[0].headers = {"x-sentry-auth"};
+  auto r = InjectSecrets(
+      Head("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nX-Sentry-AUTH: k=" + kPh + "\r\n\r\n"),
+      "api.anthropic.com", p, Lookup);
+  ASSERT_EQ(r.status, InjectedHead::kOk) << r.reason;
+  EXPECT_NE(r.head.find("X-Sentry-AUTH: k=" + kSecret + "\r\n"), std::string::npos);
+  r = InjectSecrets(
+      Head("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nAuthorization: " + kPh + "\r\n\r\n"),
+      "api.anthropic.com", p, Lookup);
+  EXPECT_EQ(r.status, InjectedHead::kRefused);
 }
 
 TEST(InjectSecrets, LeavesARequestWithoutPlaceholdersAsItIsAndReadsNoSecret) {
@@ -100,7 +127,8 @@ TEST(InjectSecrets, ControlCharactersInValuesAreRefused) {
                           std::string("a\x0b"
                                       "b"),
                           std::string("a\x7f")}) {
-    auto r = Inject("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nX: " + bad + kPh + "\r\n\r\n");
+    auto r =
+        Inject("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nx-api-key: " + bad + kPh + "\r\n\r\n");
     EXPECT_EQ(r.status, InjectedHead::kRefused);
     EXPECT_EQ(r.code, 400);
   }
@@ -131,7 +159,7 @@ TEST(InjectSecrets, ASourceThatFailsIs502NamingTheSecret) {
   NetPolicy p = Policy();
   p.inject[1].hosts.push_back("api.anthropic.com");
   auto r = InjectSecrets(
-      Head("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nX-T: " + kOther + "\r\n\r\n"),
+      Head("GET / HTTP/1.1\r\nHost: api.anthropic.com\r\nX-Api-Key: " + kOther + "\r\n\r\n"),
       "api.anthropic.com", p, Lookup);
   EXPECT_EQ(r.status, InjectedHead::kFailed);
   EXPECT_EQ(r.reason, "cannot read secret GH_TOKEN: $G is not set");
@@ -239,7 +267,8 @@ TEST(ChunkedScanner, RefusesMalformedBodies) {
 TEST(NetPolicyInject, ReadsAndWritesInjectionRules) {
   std::string text = R"({"mode": "allowlist", "allow": [], "inject": [
     {"secret": "API_KEY", "placeholder": "ss-placeholder-0123456789abcdef",
-     "hosts": ["API.anthropic.com."], "from": {"env": "ANTHROPIC_API_KEY"}},
+     "hosts": ["API.anthropic.com."], "from": {"env": "ANTHROPIC_API_KEY"},
+     "headers": ["X-Api-Key"]},
     {"secret": "GH", "placeholder": "ss-placeholder-gh-0123456789ab", "hosts": ["api.github.com"],
      "from": {"command": ["pass", "show", "gh"]}},
     {"secret": "F", "placeholder": "ss-placeholder-f-0123456789abc", "hosts": ["a.test"],
@@ -250,6 +279,9 @@ TEST(NetPolicyInject, ReadsAndWritesInjectionRules) {
   EXPECT_EQ(p.inject[0].from.env, "ANTHROPIC_API_KEY");
   EXPECT_EQ(p.inject[1].from.kind, NetSecretSource::kCommand);
   EXPECT_EQ(p.inject[2].from.file, "/run/secret");
+  EXPECT_EQ(p.inject[0].headers, std::vector<std::string>{"x-api-key"});
+  // A policy file from before headers were named gets the two usual ones.
+  EXPECT_EQ(p.inject[1].headers, (std::vector<std::string>{"authorization", "x-api-key"}));
   EXPECT_EQ(InjectionsFor(p, "api.github.com").size(), 1u);
   EXPECT_TRUE(InjectionsFor(p, "github.com").empty());
   NetPolicy again = NetPolicyFromJson(NetPolicyToJson(p));
@@ -272,6 +304,12 @@ TEST(NetPolicyInject, RefusesBadRules) {
   bad(R"({"secret": "K", )" + ph + R"(, "hosts": ["a.test"], "from": {"command": []}})");
   bad(R"({"secret": "K", )" + ph + R"(, "hosts": ["a.test"], "from": {"env": "K", "file": "/x"}})");
   bad(R"({"secret": "K-1", )" + ph + R"(, "hosts": ["a.test"], "from": {"env": "K"}})");
+  bad(R"({"secret": "K", )" + ph +
+      R"(, "hosts": ["a.test"], "from": {"env": "K"}, "headers": []})");
+  bad(R"({"secret": "K", )" + ph +
+      R"(, "hosts": ["a.test"], "from": {"env": "K"}, "headers": ["a b"]})");
+  bad(R"({"secret": "K", )" + ph +
+      R"(, "hosts": ["a.test"], "from": {"env": "K"}, "headers": [1]})");
   // Two placeholders where one holds the other.
   bad(R"({"secret": "A", )" + ph + R"(, "hosts": ["a.test"], "from": {"env": "K"}},
          {"secret": "B", "placeholder": "ss-placeholder-0123456789abcdefXX", "hosts": ["a.test"],

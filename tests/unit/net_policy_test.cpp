@@ -27,6 +27,11 @@ TEST(NetRule, ReadsEveryForm) {
   EXPECT_EQ(ParseNetRule("[2001:db8::1]/32").text, "[2001:db8::]/32");
   EXPECT_EQ(ParseNetRule("[::1]:8080").text, "[::1]:8080");
   EXPECT_EQ(ParseNetRule(" github.com ").text, "github.com");
+  // Hyphens inside labels, as most of the web's names have them.
+  EXPECT_EQ(ParseNetRule("release-assets.githubusercontent.com").text,
+            "release-assets.githubusercontent.com");
+  EXPECT_EQ(ParseNetRule("*.my-cdn.example-1.com:443").text, "*.my-cdn.example-1.com:443");
+  EXPECT_EQ(ParseNetRule("x--y_z.test").text, "x--y_z.test");
 }
 
 TEST(NetRule, RefusesWhatIsNotARule) {
@@ -45,6 +50,13 @@ TEST(NetRule, RefusesWhatIsNotARule) {
                           "example.com/8",
                           "a..b",
                           "-",
+                          "-a.test",
+                          "a-.test",
+                          "a.-.test",
+                          "a:b.test",
+                          "a@b.test",
+                          "a[b].test",
+                          "a^b.test",
                           "*",
                           "a;rm -rf /",
                           "ex\nample.com",
