@@ -410,15 +410,18 @@ void ContainerBackend::Create(const SandboxSpec& spec, Progress& progress) {
   try {
     // The seed goes in as a tar stream of files only (no directory entries, so no mode of an
     // existing directory changes); it holds the host key: root, 0600.
-    TempDir tmp;
-    std::string seed = tmp.path() + "/var/lib/cloud/seed/nocloud";
-    MakeDirs(seed, 0755);
-    AtomicWrite(seed + "/user-data", spec.user_data, 0600);
-    AtomicWrite(seed + "/meta-data", spec.meta_data, 0600);
-    std::string tar = RunChecked(
-        {"tar", "--numeric-owner", "--owner=0", "--group=0", "-C", tmp.path(), "-cf", "-",
-         "var/lib/cloud/seed/nocloud/user-data", "var/lib/cloud/seed/nocloud/meta-data"},
-        "cannot pack the seed");
+    std::string tar;
+    {
+      TempDir tmp;  // its files last as long as the packing, not the start
+      std::string seed = tmp.path() + "/var/lib/cloud/seed/nocloud";
+      MakeDirs(seed, 0755);
+      AtomicWrite(seed + "/user-data", spec.user_data, 0600);
+      AtomicWrite(seed + "/meta-data", spec.meta_data, 0600);
+      tar = RunChecked(
+          {"tar", "--numeric-owner", "--owner=0", "--group=0", "-C", tmp.path(), "-cf", "-",
+           "var/lib/cloud/seed/nocloud/user-data", "var/lib/cloud/seed/nocloud/meta-data"},
+          "cannot pack the seed");
+    }
     Cli({"cp", "-", Cat(spec.name, ":/")}, Cat("cannot provision '", spec.name, "'"),
         std::chrono::seconds(60), tar);
     if (spec.before_first_boot) spec.before_first_boot();

@@ -268,11 +268,13 @@ void LimaBackend::Create(const SandboxSpec& spec, Progress& progress) {
   }
   progress.Step(Cat("creating Lima instance '", spec.name, "'"));
   // The template holds the host key: written for limactl only, and gone once Lima has its copy.
-  TempDir tmp;
-  std::string file = tmp.path() + "/" + spec.name + ".yaml";
-  AtomicWrite(file, LimaTemplate(spec, FreeLoopbackPort()), 0600);
-  Limactl({"create", "--tty=false", Cat("--name=", spec.name), file},
-          Cat("cannot create Lima instance '", spec.name, "'"));
+  {
+    TempDir tmp;
+    std::string file = tmp.path() + "/" + spec.name + ".yaml";
+    AtomicWrite(file, LimaTemplate(spec, FreeLoopbackPort()), 0600);
+    Limactl({"create", "--tty=false", Cat("--name=", spec.name), file},
+            Cat("cannot create Lima instance '", spec.name, "'"));
+  }
   try {
     // Lima's copy too (the instance's lima.yaml, and the seed it makes from it) is the user's only.
     std::string dir = RequireInstance(spec.name).value("dir", "");

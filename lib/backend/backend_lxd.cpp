@@ -284,14 +284,18 @@ void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
          Cat("listen=tcp:", remote_.empty() ? "127.0.0.1" : "0.0.0.0", ":", port),
          "connect=tcp:127.0.0.1:22", "bind=host"},
         Cat("cannot publish SSH of '", spec.name, "'"));
-    // The seed is pushed, never put on a command line: user-data holds the host private key.
-    TempDir seed;
-    AtomicWrite(Cat(seed.path(), "/user-data"), spec.user_data, 0600);
-    AtomicWrite(Cat(seed.path(), "/meta-data"), spec.meta_data, 0600);
-    for (const char* f : {"user-data", "meta-data"}) {
-      Lxc({"file", "push", "-p", "--mode", "0600", Cat(seed.path(), "/", f),
-           Cat(ref, "/var/lib/cloud/seed/nocloud/", f)},
-          Cat("cannot provision '", spec.name, "'"));
+    {
+      // The seed is pushed, never put on a command line: user-data holds the host private key
+      // (and the client's public one). Its files on the host last as long as the push, not the
+      // start.
+      TempDir seed;
+      AtomicWrite(Cat(seed.path(), "/user-data"), spec.user_data, 0600);
+      AtomicWrite(Cat(seed.path(), "/meta-data"), spec.meta_data, 0600);
+      for (const char* f : {"user-data", "meta-data"}) {
+        Lxc({"file", "push", "-p", "--mode", "0600", Cat(seed.path(), "/", f),
+             Cat(ref, "/var/lib/cloud/seed/nocloud/", f)},
+            Cat("cannot provision '", spec.name, "'"));
+      }
     }
     if (remote_.empty()) AttachNetwork(spec.name);
     if (spec.before_first_boot) spec.before_first_boot();
