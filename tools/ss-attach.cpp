@@ -3,9 +3,11 @@
 // claude-run, claude-resume, exec, docker, logs) and `ss ssh-config` live here too.
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <iostream>
 #include <set>
+#include <thread>
 
 #include "attach_line.hpp"
 #include "box.hpp"
@@ -103,11 +105,29 @@ class Session {
 
   // Why an ephemeral sandbox must stay when its last session ends: working copies with changes
   // not yet applied (or no way to tell). Asked over a connection of its own: the session's is
-  // closed by then.
+  // closed by then. A sandbox that went down during the session (powered off inside, out of
+  // memory, crashed) and holds working copies is started to be asked, never removed blind.
   std::optional<std::string> KeepReason() {
     try {
       std::unique_ptr<SshConnection> conn = sandbox().TryConnect();
-      if (!conn) return std::nullopt;  // not running: nothing to look at
+      if (!conn) {
+        if (CopySourcesIn(config_, name_).empty()) return std::nullopt;
+        // Going down takes a moment; asked before it is down, a sandbox answers nothing true.
+        SandboxState state = sandbox().State();
+        for (int i = 0; i < 60 && state == SandboxState::kRunning; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          if ((conn = sandbox().TryConnect())) break;
+          state = sandbox().State();
+        }
+        if (state == SandboxState::kNotExists) return std::nullopt;
+      }
+      if (!conn) {
+        Note(Cat("Sandbox '", name_,
+                 "' stopped during the session; starting it to look for changes not yet "
+                 "applied..."));
+        Progress progress(Cat("sandbox ", name_));
+        conn = sandbox().EnsureRunning(progress, sandbox().DefaultStartTimeout());
+      }
       std::vector<std::string> names;
       for (const auto& w : FindUnapplied(*conn, config_, name_)) names.push_back(w.project);
       if (names.empty()) return std::nullopt;

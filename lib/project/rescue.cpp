@@ -40,8 +40,16 @@ std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& conf
                                          const std::string& sandbox) {
   std::vector<UnappliedWork> out;
   for (const auto& source : CopySourcesIn(config, sandbox)) {
-    // A copy exists once its store does; its layout is put back (mounts go with a restart).
-    if (conn.Exec({"test", "-d", CopyStore(source.name)}).status != 0) continue;
+    // A copy exists once its store does; its layout is put back (mounts go with a restart). Only
+    // test's own "no" counts as none: a sandbox going down answers otherwise, and then nobody can
+    // tell.
+    ExecResult store = conn.Exec({"test", "-d", CopyStore(source.name)});
+    if (store.status == 1) continue;
+    if (store.status != 0) {
+      throw Error(kExitRemote,
+                  Cat("cannot tell whether the working copy of ", source.word, " is in sandbox '",
+                      sandbox, "' (exit status ", store.status, ")"));
+    }
     PrepareWorkingCopy(conn, config, source, sandbox);
     size_t n = UnappliedChanges(conn, config, source.name).size();
     if (n > 0) out.push_back({source.name, n, source.word});

@@ -264,6 +264,18 @@ lines")" "nl"
   echo "$output" | jq -e '.state == "running"'
 }
 
+@test "an ephemeral sandbox powered off from inside during its session is started and asked, never removed blind" {
+  in_copy 'echo offline > offline.txt'
+  ss config set "sandboxes.$SANDBOX.ephemeral" true >/dev/null
+  # systemd powers off as the guest's own init does; a stand-in guest's init ends on SIGTERM.
+  run --separate-stderr ss ho-app -- sh -c 'if [ "$(cat /proc/1/comm)" = systemd ]; then sudo -n systemctl poweroff --force; else sudo -n kill -TERM 1; fi; sleep 60'
+  ss config set "sandboxes.$SANDBOX.ephemeral" false >/dev/null
+  [[ "$stderr" == *"Sandbox '$SANDBOX' stopped during the session; starting it to look for changes not yet applied..."* ]] || { echo "$stderr"; false; }
+  assert_equal "${stderr_lines[-1]}" "ss: warning: kept ephemeral sandbox '$SANDBOX': working copies have changes not yet applied (ho-app); bring them to the host with ss apply, then remove it: ss vm delete --sandbox $SANDBOX --force"
+  run in_copy 'cat offline.txt'
+  assert_output "offline"
+}
+
 @test "delete refuses while a working copy has changes not yet applied; --force saves it on the host first" {
   in_copy 'echo unsaved > precious.txt'
   run --separate-stderr ss vm delete --yes
