@@ -29,6 +29,11 @@ struct Resources {
   int cpus = 0;
   int64_t memory = 0;  // bytes
   int64_t disk = 0;    // bytes
+  // Containers only (a VM's kernel keeps its own): tasks (processes and threads) the sandbox may
+  // run at once, and the open files each of its processes may hold (soft and hard limit; root
+  // inside cannot raise it). 0: the engine's default.
+  int64_t processes = 0;
+  int64_t open_files = 0;
 };
 
 // The sandbox user's uid and gid inside every image.

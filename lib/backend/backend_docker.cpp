@@ -159,8 +159,21 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
     // console and tun devices a nested runc needs, and limits this host can grant.
     a.insert(a.end(), {"--systemd=false", "--security-opt", "unmask=ALL", "--device-cgroup-rule",
                        "c 5:1 rwm", "--device-cgroup-rule", "c 10:200 rwm", "--ulimit",
-                       Cat("nofile=", rlimits.nofile, ":", rlimits.nofile), "--ulimit",
                        Cat("nproc=", rlimits.nproc, ":", rlimits.nproc)});
+  }
+  // Every process's open files, soft and hard (root inside lacks CAP_SYS_RESOURCE to raise
+  // them): the sandbox's setting, never more than this process may grant (Podman asks for its
+  // own default of 1048576 otherwise, which fails without CAP_SYS_RESOURCE).
+  uint64_t nofile = rlimits.nofile;
+  if (spec.resources.open_files > 0) {
+    nofile = std::min<uint64_t>(nofile, static_cast<uint64_t>(spec.resources.open_files));
+  }
+  if (engine != "docker" || spec.resources.open_files > 0) {
+    a.insert(a.end(), {"--ulimit", Cat("nofile=", nofile, ":", nofile)});
+  }
+  // The cgroup's pids limit: a fork bomb inside takes the sandbox's tasks, not the host's.
+  if (spec.resources.processes > 0) {
+    a.insert(a.end(), {"--pids-limit", std::to_string(spec.resources.processes)});
   }
   if (have_fuse) a.insert(a.end(), {"--device", "/dev/fuse"});
   a.insert(a.end(), {"--cgroupns", "private", "--tmpfs",
@@ -474,6 +487,10 @@ void ContainerBackend::Update(const std::string& name, const Resources& requeste
     args.insert(args.end(),
                 {"--memory", std::to_string(r.memory), "--memory-swap", std::to_string(r.memory)});
   }
+  // Docker changes the pids limit of a container as it runs; Podman 4 only at its creation.
+  if (r.processes > 0 && engine_.name == "docker") {
+    args.insert(args.end(), {"--pids-limit", std::to_string(r.processes)});
+  }
   if (args.size() == 1) return;
   args.push_back(name);
   Cli(args, Cat("cannot set the resources of '", name, "'"));
@@ -669,6 +686,19 @@ void ContainerBackend::Recreate(const std::string& name, const std::string& imag
   const Json& host = c["HostConfig"];
   spec.resources.cpus = static_cast<int>(host.value("NanoCpus", int64_t{0}) / 1000000000);
   spec.resources.memory = host.value("Memory", int64_t{0});
+  // The limits it was made with go with it (null when unset).
+  if (host.contains("PidsLimit") && host["PidsLimit"].is_number_integer()) {
+    spec.resources.processes = std::max<int64_t>(0, host["PidsLimit"].get<int64_t>());
+  }
+  if (host.contains("Ulimits") && host["Ulimits"].is_array()) {
+    for (const auto& u : host["Ulimits"]) {
+      std::string limit = u.is_object() ? u.value("Name", "") : "";
+      if ((limit == "nofile" || limit == "RLIMIT_NOFILE") && u.contains("Hard") &&
+          u["Hard"].is_number_integer()) {
+        spec.resources.open_files = u["Hard"].get<int64_t>();
+      }
+    }
+  }
   spec.resources = Applicable(spec.resources, false);
   std::string old_image = c["Config"].value("Image", "");
   Cli({"rm", "--force", name}, Cat("cannot replace '", name, "'"), std::chrono::minutes(2));

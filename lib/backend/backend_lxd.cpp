@@ -310,11 +310,22 @@ void LxdBackend::Create(const SandboxSpec& spec, Progress& progress) {
   }
 }
 
+std::vector<std::string> LxdLimits(const Resources& r) {
+  std::vector<std::string> out;
+  if (r.cpus > 0) out.push_back(Cat("limits.cpu=", CpuRange(r.cpus)));
+  if (r.memory > 0) out.push_back(Cat("limits.memory=", r.memory / kMiB, "MiB"));
+  // The cgroup's pids limit (changed live on a running container) and every process's open
+  // files, soft and hard (from the next start): root in the container's user namespace cannot
+  // raise either.
+  if (r.processes > 0) out.push_back(Cat("limits.processes=", r.processes));
+  if (r.open_files > 0) out.push_back(Cat("limits.kernel.nofile=", r.open_files));
+  return out;
+}
+
 void LxdBackend::ApplyResources(const std::string& name, const Resources& r) {
   std::string ref = Ref(name);
   std::vector<std::string> args{"config", "set", ref};
-  if (r.cpus > 0) args.push_back(Cat("limits.cpu=", CpuRange(r.cpus)));
-  if (r.memory > 0) args.push_back(Cat("limits.memory=", r.memory / kMiB, "MiB"));
+  for (std::string& limit : LxdLimits(r)) args.push_back(std::move(limit));
   if (args.size() > 3) Lxc(args, Cat("cannot set the resources of '", name, "'"));
   if (r.disk > 0) {
     // A size on the root disk needs a pool with quotas (btrfs, zfs, lvm); a dir pool has none.

@@ -9,6 +9,10 @@
 
 namespace ss {
 
+// The instance settings `lxc config set` gives a container for `r` ("limits.cpu=0-3", ...); none
+// for a limit left at 0. Pure.
+std::vector<std::string> LxdLimits(const Resources& r);
+
 class LxdBackend : public Backend {
  public:
   // `remote` is an LXD remote name ("" for the local daemon).

@@ -325,6 +325,8 @@ Json Config::SandboxValue(std::string_view sandbox, std::string_view field) cons
       {"cpus", "vm.cpus"},
       {"memory", "vm.memory"},
       {"disk", "vm.disk"},
+      {"processes", "vm.processes"},
+      {"open_files", "vm.open_files"},
       {"backend", "backend"},
       {"secrets", "secrets"},
       {"agent.command", "agent.command"},
@@ -332,7 +334,8 @@ Json Config::SandboxValue(std::string_view sandbox, std::string_view field) cons
       {"network.mode", "network.mode"},
       {"network.presets", "network.presets"},
       {"network.allow", "network.allow"},
-      {"network.deny", "network.deny"}};
+      {"network.deny", "network.deny"},
+      {"network.connections", "network.connections"}};
   auto it = fallback.find(field);
   if (it != fallback.end()) return Get(it->second);
   std::string key = Cat("sandboxes.", sandbox, ".", field);

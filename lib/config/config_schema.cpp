@@ -23,6 +23,16 @@ int64_t MaxMemory() {
 }
 int64_t MinDisk() { return 20 * kGiB; }
 int64_t MaxDisk() { return 500 * kGiB; }
+// Tasks (processes and threads) of a container sandbox: enough for systemd and sshd to start,
+// at most the kernel's own ceiling of process ids.
+int64_t MinProcesses() { return 256; }
+int64_t MaxProcesses() { return 4194304; }
+// Open files of each process of a container sandbox: at most the kernel's default nr_open.
+int64_t MinOpenFiles() { return 1024; }
+int64_t MaxOpenFiles() { return 1048576; }
+// Tracked connections of a sandbox on the host (its share of the conntrack table).
+int64_t MinConnections() { return 256; }
+int64_t MaxConnections() { return 1048576; }
 int64_t MinPort() { return 1; }
 int64_t MaxPort() { return 65535; }
 int64_t MinVersion() { return 1; }
@@ -31,6 +41,12 @@ int64_t MaxVersion() { return 1; }
 Json DefaultCpus() { return std::min<int64_t>(4, MaxCpus()); }
 Json DefaultMemory() { return std::min<int64_t>(8 * kGiB, MaxMemory()); }
 Json DefaultDisk() { return 100 * kGiB; }
+// Far above what an agent's session runs (a build, a browser, docker inside: hundreds), far
+// below what a fork bomb would take from the host.
+Json DefaultProcesses() { return 4096; }
+Json DefaultOpenFiles() { return 65536; }
+// About 70 new connections a second, each tracked for the two minutes after it closes.
+Json DefaultConnections() { return 8192; }
 Json DefaultTrue() { return true; }
 Json DefaultVersion() { return 1; }
 Json DefaultBackend() { return "auto"; }
@@ -87,6 +103,18 @@ std::vector<KeySpec> BuildSchema() {
        .max = MaxDisk,
        .default_value = DefaultDisk,
        .alias = "disk"});
+  add({.key = "vm.processes",
+       .type = ValueType::kInt,
+       .description = "processes and threads a container sandbox may run at once",
+       .min = MinProcesses,
+       .max = MaxProcesses,
+       .default_value = DefaultProcesses});
+  add({.key = "vm.open_files",
+       .type = ValueType::kInt,
+       .description = "open files of each process of a container sandbox",
+       .min = MinOpenFiles,
+       .max = MaxOpenFiles,
+       .default_value = DefaultOpenFiles});
   add({.key = "updates.check",
        .type = ValueType::kBool,
        .description = "check for updates on launch",
@@ -152,6 +180,13 @@ std::vector<KeySpec> BuildSchema() {
          .type = ValueType::kStringList,
          .description = Cat("destinations ", whose, " network never reaches, whatever allows them"),
          .default_value = top ? DefaultEmptyList : nullptr});
+    add({.key = prefix + ".connections",
+         .type = ValueType::kInt,
+         .description = Cat("connections ", whose,
+                            " network may hold open on the host (tracked ones, and ss-net's)"),
+         .min = MinConnections,
+         .max = MaxConnections,
+         .default_value = top ? DefaultConnections : nullptr});
   };
   add_network("network");
   add({.key = "agent.config",
@@ -196,6 +231,16 @@ std::vector<KeySpec> BuildSchema() {
          .description = Cat("disk size of ", whose),
          .min = MinDisk,
          .max = MaxDisk});
+    add({.key = prefix + ".processes",
+         .type = ValueType::kInt,
+         .description = Cat("processes and threads of ", whose, " (a container)"),
+         .min = MinProcesses,
+         .max = MaxProcesses});
+    add({.key = prefix + ".open_files",
+         .type = ValueType::kInt,
+         .description = Cat("open files of each process of ", whose, " (a container)"),
+         .min = MinOpenFiles,
+         .max = MaxOpenFiles});
     add({.key = prefix + ".ephemeral",
          .type = ValueType::kBool,
          .description = "remove the sandbox when the session ends"});

@@ -167,6 +167,8 @@ Resources Sandbox::DesiredResources() const {
   r.cpus = static_cast<int>(config_.SandboxValue(name_, "cpus").get<int64_t>());
   r.memory = config_.SandboxValue(name_, "memory").get<int64_t>();
   r.disk = config_.SandboxValue(name_, "disk").get<int64_t>();
+  r.processes = config_.SandboxValue(name_, "processes").get<int64_t>();
+  r.open_files = config_.SandboxValue(name_, "open_files").get<int64_t>();
   return r;
 }
 

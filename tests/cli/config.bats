@@ -20,6 +20,9 @@ write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
   assert_line "vm.cpus	$DEFCPU"
   assert_line "vm.memory	8GB"
   assert_line "vm.disk	100GB"
+  assert_line "vm.processes	4096"
+  assert_line "vm.open_files	65536"
+  assert_line "network.connections	8192"
   assert_line "updates.check	true"
   assert_line "updates.auto_apply	true"
   assert_line "backend	auto"
@@ -57,7 +60,7 @@ write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
 }
 
 @test "an unknown key: exit 64, the valid keys and did-you-mean" {
-  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, network.mode, network.presets, network.allow, network.deny, agent.config, agent.browser, image.packages, image.npm, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.mounts, sandboxes.<name>.env, sandboxes.<name>.secrets, sandboxes.<name>.agent.command, sandboxes.<name>.agent.config, sandboxes.<name>.network.mode, sandboxes.<name>.network.presets, sandboxes.<name>.network.allow, sandboxes.<name>.network.deny, profiles.<name>.description, profiles.<name>.backend, profiles.<name>.cpus, profiles.<name>.memory, profiles.<name>.disk, profiles.<name>.ephemeral, profiles.<name>.shell, profiles.<name>.deploy, profiles.<name>.mounts, profiles.<name>.env, profiles.<name>.secrets, profiles.<name>.agent.command, profiles.<name>.agent.config, profiles.<name>.network.mode, profiles.<name>.network.presets, profiles.<name>.network.allow, profiles.<name>.network.deny"
+  keys="cpus, memory, disk, version, backend, vm.cpus, vm.memory, vm.disk, vm.processes, vm.open_files, updates.check, updates.auto_apply, updates.feed, agent.command, lxd.remote, browser.cdp_port, sync.exclude, projects.<name>.mode, secrets, network.mode, network.presets, network.allow, network.deny, network.connections, agent.config, agent.browser, image.packages, image.npm, sandboxes.<name>.backend, sandboxes.<name>.cpus, sandboxes.<name>.memory, sandboxes.<name>.disk, sandboxes.<name>.processes, sandboxes.<name>.open_files, sandboxes.<name>.ephemeral, sandboxes.<name>.shell, sandboxes.<name>.deploy, sandboxes.<name>.mounts, sandboxes.<name>.env, sandboxes.<name>.secrets, sandboxes.<name>.agent.command, sandboxes.<name>.agent.config, sandboxes.<name>.network.mode, sandboxes.<name>.network.presets, sandboxes.<name>.network.allow, sandboxes.<name>.network.deny, sandboxes.<name>.network.connections, profiles.<name>.description, profiles.<name>.backend, profiles.<name>.cpus, profiles.<name>.memory, profiles.<name>.disk, profiles.<name>.processes, profiles.<name>.open_files, profiles.<name>.ephemeral, profiles.<name>.shell, profiles.<name>.deploy, profiles.<name>.mounts, profiles.<name>.env, profiles.<name>.secrets, profiles.<name>.agent.command, profiles.<name>.agent.config, profiles.<name>.network.mode, profiles.<name>.network.presets, profiles.<name>.network.allow, profiles.<name>.network.deny, profiles.<name>.network.connections"
   run --separate-stderr ss config set foo 1
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-config: error: unknown config key: foo

@@ -106,12 +106,30 @@ TEST(ContainerArgs, FoldersOfAnotherOwnerGoThroughViews) {
   EXPECT_FALSE(ContainerNeedsViews(Spec()));
 }
 
+TEST(ContainerArgs, ProcessesAndOpenFilesAreBoundedOnBothEngines) {
+  SandboxSpec s = Spec();
+  s.resources.processes = 4096;
+  s.resources.open_files = 65536;
+  for (const char* engine : {"docker", "podman"}) {
+    auto a = ContainerCreateArgs(engine, s, "img", {1048576, 32768}, false);
+    EXPECT_TRUE(Has(a, "--pids-limit", "4096")) << engine;
+    EXPECT_TRUE(Has(a, "--ulimit", "nofile=65536:65536")) << engine;
+    EXPECT_EQ(std::count(a.begin(), a.end(), "--pids-limit"), 1) << engine;
+  }
+  // Never more open files than this process may grant.
+  auto a = ContainerCreateArgs("docker", s, "img", {20000, 32768}, false);
+  EXPECT_TRUE(Has(a, "--ulimit", "nofile=20000:20000"));
+  EXPECT_FALSE(Has(a, "--ulimit", "nofile=65536:65536"));
+}
+
 TEST(ContainerArgs, NoLimitsWhenNoneAreSet) {
   SandboxSpec s = Spec();
   s.resources = {};
   auto a = ContainerCreateArgs("docker", s, "img", {1, 1}, false);
   EXPECT_EQ(std::find(a.begin(), a.end(), "--cpus"), a.end());
   EXPECT_EQ(std::find(a.begin(), a.end(), "--memory"), a.end());
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--pids-limit"), a.end());
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--ulimit"), a.end());
 }
 
 TEST(ContainerRlimits, NeverAboveWhatThisProcessMayGrant) {

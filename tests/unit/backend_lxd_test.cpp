@@ -86,5 +86,17 @@ TEST_F(FakeLxc, AStoppedContainerIsSnapshotAsItIs) {
   EXPECT_EQ(Actions(Calls()), (std::vector<std::string>{"snapshot box s1"}));
 }
 
+TEST(LxdLimits, ProcessesAndOpenFilesBesideCpusAndMemory) {
+  Resources r;
+  r.cpus = 4;
+  r.memory = 8LL << 30;
+  r.processes = 4096;
+  r.open_files = 65536;
+  EXPECT_EQ(LxdLimits(r),
+            (std::vector<std::string>{"limits.cpu=0-3", "limits.memory=8192MiB",
+                                      "limits.processes=4096", "limits.kernel.nofile=65536"}));
+  EXPECT_TRUE(LxdLimits(Resources{}).empty());
+}
+
 }  // namespace
 }  // namespace ss
