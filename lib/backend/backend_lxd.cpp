@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "config.hpp"
@@ -383,6 +384,17 @@ void LxdBackend::Stop(const std::string& name, std::chrono::seconds timeout) {
 
 void LxdBackend::Delete(const std::string& name) {
   if (!Instance(name).is_null()) {
+    // LXD refuses to remove a volume that has snapshots on disk, recorded or not.
+    std::vector<std::string> left = RemoveOrphanSnapshots(name);
+    if (!left.empty()) {
+      throw Error(kExitNoPerm,
+                  Cat("cannot delete '", name,
+                      "': LXD left an unfinished snapshot of it that "
+                      "only root can remove"),
+                  {},
+                  {Cat("remove it: sudo btrfs subvolume delete ", left[0]),
+                   Cat("then again: ss vm delete --sandbox ", name, " --force")});
+    }
     Lxc({"delete", "--force", Ref(name)}, Cat("cannot delete '", name, "'"),
         std::chrono::seconds(120));
   }
@@ -529,6 +541,47 @@ SshTarget LxdBackend::Ssh(const std::string& name) {
   return t;
 }
 
+std::vector<std::string> LxdBackend::RemoveOrphanSnapshots(const std::string& name) {
+  if (!remote_.empty()) return {};
+  Json inst = Instance(name);
+  if (inst.is_null()) return {};
+  std::string pool = inst["expanded_devices"].value("root", Json::object()).value("pool", "");
+  if (pool.empty() || pool.find('/') != std::string::npos || pool[0] == '.') return {};
+  // LXD's own folder: LXD_DIR, the snap's, or Debian's.
+  std::string lxd_dir = "/var/lib/lxd";
+  if (const char* env = std::getenv("LXD_DIR"); env && *env) {
+    lxd_dir = env;
+  } else if (PathExists("/var/snap/lxd/common/lxd/unix.socket")) {
+    lxd_dir = "/var/snap/lxd/common/lxd";
+  }
+  std::string dir = Cat(lxd_dir, "/storage-pools/", pool, "/containers-snapshots/", name);
+  if (!PathExists(dir)) return {};
+  std::vector<std::string> known;
+  for (const auto& s : Snapshots(name)) known.push_back(s.name);
+  std::vector<std::string> left;
+  for (const std::string& entry : ListDir(dir)) {
+    if (std::find(known.begin(), known.end(), entry) != known.end()) continue;
+    if (!NameOf(entry, "A-Za-z0-9", "A-Za-z0-9._-", 63)) continue;  // not a snapshot's name
+    std::string path = Cat(dir, "/", entry);
+    if (::geteuid() != 0) {
+      left.push_back(path);
+      continue;
+    }
+    // A btrfs snapshot is a subvolume (read-only: only its own delete removes it); on the dir
+    // driver, a folder, removed without following a link or leaving the filesystem.
+    ProcessResult r = Run({"btrfs", "subvolume", "show", path}).ok()
+                          ? Run({"btrfs", "subvolume", "delete", path})
+                          : Run({"rm", "-rf", "--one-file-system", "--", path});
+    if (!r.ok()) {
+      Debug(Cat("lxd: cannot remove the unfinished snapshot ", path, ": ", Trim(r.err)));
+      left.push_back(path);
+    } else {
+      Debug(Cat("lxd: removed the unfinished snapshot ", path));
+    }
+  }
+  return left;
+}
+
 void LxdBackend::TakeSnapshot(const std::string& name, const std::string& snapshot) {
   for (const auto& s : Snapshots(name)) {
     if (s.name == snapshot) {
@@ -544,9 +597,26 @@ void LxdBackend::TakeSnapshot(const std::string& name, const std::string& snapsh
   try {
     Lxc({"snapshot", Ref(name), snapshot}, Cat("cannot snapshot '", name, "'"),
         std::chrono::seconds(300));
-  } catch (const Error&) {
+  } catch (const Error& e) {
     if (running) Lxc({"start", Ref(name)}, Cat("cannot thaw '", name, "'"));
-    throw;
+    // Nothing half-made stays: what LXD left on disk goes, and the error says what failed
+    // without a path of several kilobytes.
+    std::vector<std::string> left = RemoveOrphanSnapshots(name);
+    std::vector<std::string> hints;
+    for (const auto& path : left) {
+      hints.push_back(Cat("remove what LXD left, as root: btrfs subvolume delete ", path));
+    }
+    std::string what = e.what();
+    if (what.find("file name too long") != std::string::npos) {
+      hints.insert(hints.begin(),
+                   "shorten or remove the deepest folders in the sandbox, then snapshot again");
+      throw Error(kExitCantCreate,
+                  Cat("cannot snapshot '", name, "': a path in it is longer than the ",
+                      "4096 bytes LXD can read on the host; no snapshot was kept"),
+                  {}, hints);
+    }
+    if (what.size() > 400) what = Cat(what.substr(0, 400), "...");
+    throw Error(e.code(), what, {}, hints);
   }
   if (running) Lxc({"start", Ref(name)}, Cat("cannot thaw '", name, "'"));
 }

@@ -52,6 +52,11 @@ class LxdBackend : public Backend {
   void EnsureViews(const std::string& name, const Json& instance);
   // A local sandbox's own network (a bridge of its own, no NAT) and its NIC there; the gateway.
   std::string AttachNetwork(const std::string& name);
+  // Removes the snapshots of `name`'s volume that a local LXD left on disk without a record:
+  // a snapshot LXD could not finish (its walk of the container's files stops at a path longer
+  // than the host's 4096 bytes, after the volume's snapshot is made) stays behind, and LXD then
+  // refuses to delete the container. Needs root; the paths it could not remove.
+  std::vector<std::string> RemoveOrphanSnapshots(const std::string& name);
 
   std::string remote_;
 };

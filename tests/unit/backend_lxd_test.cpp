@@ -86,6 +86,23 @@ TEST_F(FakeLxc, AStoppedContainerIsSnapshotAsItIs) {
   EXPECT_EQ(Actions(Calls()), (std::vector<std::string>{"snapshot box s1"}));
 }
 
+// A path longer than the host's 4096 bytes stops LXD's walk of the container's files: the error
+// says so in a few words (not with the path), and nothing of the snapshot is kept.
+TEST_F(FakeLxc, ASnapshotStoppedByADeepPathSaysSoInAFewWords) {
+  Use(Lxd(102, Cat("echo 'Error: Create instance snapshot: lstat /var/lib/lxd/storage-pools/"
+                   "default/containers/box/rootfs/",
+                   std::string(5000, 'a'), ": file name too long' >&2; exit 1")));
+  try {
+    LxdBackend("").TakeSnapshot("box", "s1");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitCantCreate);
+    EXPECT_EQ(std::string(e.what()),
+              "cannot snapshot 'box': a path in it is longer than the 4096 bytes LXD can read on "
+              "the host; no snapshot was kept");
+  }
+}
+
 TEST(LxdLimits, ProcessesAndOpenFilesBesideCpusAndMemory) {
   Resources r;
   r.cpus = 4;
