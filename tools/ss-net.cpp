@@ -91,6 +91,10 @@ int Serve(const NetLine& o) {
     s.dns.push_back(ParseEndpoint<asio::ip::udp::endpoint>(p, "--dns", -1));
   s.upstream_dns = ParseEndpoint<asio::ip::udp::endpoint>(
       o.upstream_dns.empty() ? HostResolver() : o.upstream_dns, "--upstream-dns", 53);
+  // Its descriptors are its sandbox's connections: all the host lets it have, of which the
+  // sandbox gets its share (the rest stays for ss-net's own files).
+  RaiseOpenFileLimit();
+  s.max_connections = o.connections;
   asio::io_context io;
   NetServer server(io, s);
   // Where it listens, once everything is bound: one JSON line (ports chosen for 0 included).

@@ -13,21 +13,23 @@ const CommandTable& NetCommands() {
   static const CommandTable table({
       .prefix = "ss net ",
       .help_command = "ss net",
-      .usage = "usage: ss-net allow RULE... [--sandbox NAME]\n"
-               "       ss-net deny RULE... [--sandbox NAME]\n"
-               "       ss-net mode allowlist|open|none [--sandbox NAME]\n"
-               "       ss-net ls [--json] [--sandbox NAME]\n"
-               "       ss-net log [-f] [--json] [--sandbox NAME]\n"
-               "       ss-net ca\n"
-               "       ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent "
-               "ADDR:PORT]...\n"
-               "                    [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy "
-               "FILE] [--log FILE]\n"
-               "       ss-net fence apply --sandbox NAME --interface IF --gateway ADDR "
-               "--proxy-port PORT\n"
-               "                    --transparent-port PORT --dns-port PORT [--dhcp]\n"
-               "       ss-net fence remove|check --sandbox NAME\n"
-               "       ss-net relay --sandbox NAME --to proxy|dns",
+      .usage =
+          "usage: ss-net allow RULE... [--sandbox NAME]\n"
+          "       ss-net deny RULE... [--sandbox NAME]\n"
+          "       ss-net mode allowlist|open|none [--sandbox NAME]\n"
+          "       ss-net ls [--json] [--sandbox NAME]\n"
+          "       ss-net log [-f] [--json] [--sandbox NAME]\n"
+          "       ss-net ca\n"
+          "       ss-net serve --sandbox NAME [--proxy ADDR:PORT]... [--transparent "
+          "ADDR:PORT]...\n"
+          "                    [--dns ADDR:PORT]... [--upstream-dns ADDR[:PORT]] [--policy "
+          "FILE] [--log FILE]\n"
+          "                    [--connections N]\n"
+          "       ss-net fence apply --sandbox NAME --interface IF --gateway ADDR "
+          "--proxy-port PORT\n"
+          "                    --transparent-port PORT --dns-port PORT [--dhcp] [--connections N]\n"
+          "       ss-net fence remove|check --sandbox NAME\n"
+          "       ss-net relay --sandbox NAME --to proxy|dns",
       .about = "A sandbox's network: everything it sends outside goes through ss-net's proxy and "
                "resolver on\nthe host, which let through only what the sandbox's policy allows, "
                "and log every connection and\nlookup. Policy changes count for the next "
@@ -156,6 +158,12 @@ const CommandTable& NetCommands() {
                    .help = "let the sandbox's DHCP requests reach the host",
                    .commands = {"fence apply"},
                    .section = "fence apply"},
+                  {.name = "connections",
+                   .kind = OptionSpec::kText,
+                   .value = "N",
+                   .help = "serve: the connections it holds for the sandbox at once; fence apply: "
+                           "the sandbox's share of the host's connection tracking",
+                   .commands = {"serve", "fence apply"}},
                   {.name = "to",
                    .kind = OptionSpec::kText,
                    .value = "proxy|dns",
@@ -203,6 +211,14 @@ NetLine ParseNetLine(const std::vector<std::string>& args) {
     (std::string(flag) == "proxy-port" ? o.fence.proxy_port
      : std::string(flag) == "dns-port" ? o.fence.dns_port
                                        : o.fence.transparent_port) = static_cast<int>(*port);
+  }
+  if (line.Given("connections")) {
+    std::string text = line.Text("connections");
+    auto n = ParseDecimal(text);
+    if (!n || *n < 1 || *n > 1048576) {
+      throw usage(Cat("--connections: not a number from 1 to 1048576: ", Quoted(text)));
+    }
+    o.connections = o.fence.connections = static_cast<int>(*n);
   }
   bool needs_sandbox = o.verb == "fence" || o.verb == "serve" || o.verb == "relay";
   if (needs_sandbox && o.sandbox.empty()) throw usage(Cat(o.verb, " needs --sandbox NAME"));

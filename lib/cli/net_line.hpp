@@ -19,6 +19,7 @@ struct NetLine {
   // serve
   std::vector<std::string> proxy, transparent, dns;
   std::string upstream_dns, policy, log;
+  int connections = 0;  // serve --connections (0: its default)
   // fence
   NetFence fence;
   // relay

@@ -32,6 +32,14 @@ std::string SandboxBridgeName(const std::string& sandbox) {
   return Cat("ssn-", Sha256Hex(sandbox).substr(0, 10));
 }
 
+int ConntrackShare(int wanted) {
+  if (wanted <= 0) return wanted;
+  auto text = ReadFileIfExists("/proc/sys/net/netfilter/nf_conntrack_max");
+  auto max = text ? ParseDecimal(Trim(*text)) : std::nullopt;
+  if (!max || *max <= 0) return wanted;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(wanted, *max / 4)));
+}
+
 std::string NetFenceScript(const NetFence& f) {
   ValidateSandboxName(f.sandbox);
   if (f.interface.empty() || f.interface.size() > 15 ||
@@ -46,6 +54,10 @@ std::string NetFenceScript(const NetFence& f) {
   CheckPort(f.proxy_port, "proxy");
   CheckPort(f.transparent_port, "transparent proxy");
   CheckPort(f.dns_port, "resolver");
+  if (f.connections < 0) {
+    throw Error(kExitDataErr,
+                Cat("the fence needs a connection share of 0 or more, not ", f.connections));
+  }
   const std::string in = Cat("iifname \"", f.interface, "\"");
   const std::string out = Cat("oifname \"", f.interface, "\"");
   const std::string g = gateway->ToString();
@@ -68,6 +80,15 @@ std::string NetFenceScript(const NetFence& f) {
   rule(pre, Cat(in, " tcp dport { 80, 443 } dnat ip to ", g, ":", f.transparent_port));
   // What of it reaches the host: replies, and the flows sent to ss-net above; nothing else.
   rule(input, Cat(in, " ct state established,related accept"));
+  // Only the flows accepted below are ever tracked (a packet refused here leaves no entry): a
+  // new one over the sandbox's share is dropped before it is, counted, and logged at most once
+  // a second (the kernel's log is the host's, not the sandbox's to fill).
+  if (f.connections > 0) {
+    const std::string over = Cat(in, " ct state new ct count over ", f.connections);
+    rule(input, Cat(over, " limit rate 1/second burst 1 packets log prefix \"ss: sandbox ",
+                    f.sandbox, " is over its ", f.connections, " connections: \" level warn"));
+    rule(input, Cat(over, " counter drop"));
+  }
   rule(input, Cat(in, " ct status dnat ip daddr ", g, " tcp dport { ", f.proxy_port, ", ",
                   f.transparent_port, ", ", f.dns_port, " } accept"));
   rule(input, Cat(in, " ct status dnat ip daddr ", g, " udp dport ", f.dns_port, " accept"));
@@ -128,6 +149,9 @@ void ApplyNetFence(const NetFence& fence) {
                                      "--dns-port",
                                      std::to_string(fence.dns_port)};
     if (fence.dhcp) args.push_back("--dhcp");
+    if (fence.connections > 0) {
+      args.insert(args.end(), {"--connections", std::to_string(fence.connections)});
+    }
     ProcessResult r = ThroughSudo(args);
     if (!r.ok()) {
       throw Error(kExitUnavailable,

@@ -5,7 +5,9 @@
 //   - connections to any port 80 or 443 go to ss-net's transparent proxy,
 //   - GATEWAY:3128 (what the sandbox's HTTP(S)_PROXY names) goes to ss-net's proxy,
 //   - everything else (other TCP ports, UDP, ICMP, IPv6, the host's own services) is refused at
-//     once: TCP with a reset, the rest with "administratively prohibited".
+//     once: TCP with a reset, the rest with "administratively prohibited";
+//   - a new connection over the sandbox's share of the host's connection tracking is dropped
+//     (nftables `ct count`), so that lookups from many source ports never fill the host's table.
 // The fence outlives ss-net: if ss-net is not running, the sandbox reaches nothing (fail closed).
 // An accept in another table (LXD's, Docker's) does not undo a reject here.
 #pragma once
@@ -43,7 +45,16 @@ struct NetFence {
   int transparent_port = 0;
   int dns_port = 0;
   bool dhcp = false;  // let DHCP requests reach the host (a bridge whose addresses come by DHCP)
+  // The sandbox's share of the host's connection tracking table: a new connection while it
+  // holds this many tracked ones is dropped, counted, and logged (at most once a second) to the
+  // kernel's log. 0: no limit.
+  int connections = 0;
 };
+
+// The share to give a sandbox that asked for `wanted` tracked connections: never more than a
+// quarter of the host's table (nf_conntrack_max, when the host says), so that no one sandbox,
+// nor a few, fill it.
+int ConntrackShare(int wanted);
 
 // The nft script that installs (or replaces) the sandbox's chains; throws ss::Error (65) when a
 // field could not be written safely into it.

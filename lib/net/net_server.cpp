@@ -7,9 +7,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
@@ -17,12 +19,14 @@
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/post.hpp>
 #include <asio/read.hpp>
+#include <asio/redirect_error.hpp>
 #include <asio/ssl.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <deque>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -53,6 +57,14 @@ constexpr size_t kPumpBuffer = 16 * 1024;
 // At most this much moves through a tunnel's pipe at a time (a pipe's default capacity).
 constexpr size_t kSpliceChunk = 64 * 1024;
 constexpr size_t kDenialsKept = 100;
+// Descriptors kept back from the sandbox's share: listeners, the log, the policy file, the CA.
+constexpr int kReservedDescriptors = 64;
+// Each connection or lookup served holds at most this many descriptors.
+constexpr int kDescriptorsPerConnection = 3;
+// A listener whose accept fails (out of descriptors, of buffers) waits before the next try,
+// from the first to the last, doubling: it never spins.
+constexpr std::chrono::milliseconds kAcceptBackoffFirst{20};
+constexpr std::chrono::milliseconds kAcceptBackoffLast{1000};
 
 // Cancels a socket's pending operations if the deadline passes before the watchdog goes away.
 template <typename Socket>
@@ -283,9 +295,35 @@ bool HasToken(const std::optional<std::string>& value, std::string_view token) {
 
 }  // namespace
 
+int RaiseOpenFileLimit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
+  }
+  return static_cast<int>(std::min<rlim_t>(r.rlim_cur, std::numeric_limits<int>::max()));
+}
+
+int NetConnectionShare(int wanted) {
+  rlimit r{};
+  int room = 1;
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0) {
+    rlim_t limit = std::min<rlim_t>(r.rlim_cur, 1 << 24);
+    room =
+        std::max(1, (static_cast<int>(limit) - kReservedDescriptors) / kDescriptorsPerConnection);
+  }
+  return wanted > 0 ? std::min(wanted, room) : room;
+}
+
 struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   State(asio::io_context& io, NetServerOptions o)
-      : io(io), options(std::move(o)), policy(options.policy_file), rng(std::random_device{}()) {
+      : io(io),
+        options(std::move(o)),
+        policy(options.policy_file),
+        rng(std::random_device{}()),
+        share(NetConnectionShare(options.max_connections)) {
     if (!options.log_file.empty()) {
       log_fd.Reset(open(options.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
       if (!log_fd.ok()) {
@@ -303,6 +341,38 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   std::deque<std::string> denials;  // the recent ones, one line each
   std::vector<tcp::acceptor> proxy, transparent, dns_tcp;
   std::vector<udp::socket> dns_udp;
+  // Connections and lookups being served, and how many may be.
+  int serving = 0;
+  const int share;
+  // Refusals not yet logged: at most one line a second says how many there were.
+  int refused = 0;
+  std::chrono::steady_clock::time_point refusal_logged{};
+  // Accept failures, likewise.
+  int accept_failures = 0;
+  std::chrono::steady_clock::time_point accept_failure_logged{};
+
+  // Takes one of the sandbox's share, or refuses (logged, at most a line a second).
+  bool TakeShare(std::string_view kind) {
+    if (serving < share) {
+      ++serving;
+      return true;
+    }
+    ++refused;
+    auto now = std::chrono::steady_clock::now();
+    if (now - refusal_logged >= std::chrono::seconds(1)) {
+      Log({{"kind", kind},
+           {"verdict", "deny"},
+           {"destination", ""},
+           {"refused", refused},
+           {"reason", Cat("sandbox ", Quoted(options.sandbox), " is over its share of ", share,
+                          " connections and lookups at once (", refused,
+                          " refused since the last line); close some, or raise "
+                          "network.connections")}});
+      refused = 0;
+      refusal_logged = now;
+    }
+    return false;
+  }
 
   // One JSON line per connection or lookup.
   void Log(nlohmann::json event) {
@@ -1079,10 +1149,16 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
         if (e.code() == asio::error::operation_aborted) co_return;
         continue;
       }
+      // A lookup holds a descriptor of its own while it asks upstream: it counts in the share.
+      if (!TakeShare("dns")) continue;
       asio::co_spawn(
           io,
           [self = shared_from_this(), &socket, from,
            query = std::string(data.data(), n)]() -> awaitable<void> {
+            struct Release {
+              State* state;
+              ~Release() { --state->serving; }
+            } release{self.get()};
             std::string reply = co_await self->Answer(query, "udp");
             if (reply.size() > 512) {  // too large for plain UDP: truncated, the client retries
               auto q = ParseDnsQuery(query);
@@ -1123,15 +1199,40 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   // ----- listening -----
 
   template <typename Serve>
-  awaitable<void> Accept(tcp::acceptor& acceptor, Serve serve) {
+  awaitable<void> Accept(tcp::acceptor& acceptor, Serve serve, std::string_view kind) {
+    auto backoff = kAcceptBackoffFirst;
+    asio::steady_timer pause(io);
     for (;;) {
-      try {
-        tcp::socket client = co_await acceptor.async_accept(use_awaitable);
-        asio::co_spawn(io, (this->*serve)(std::move(client)),
-                       [keep = shared_from_this()](std::exception_ptr) {});
-      } catch (const std::system_error& e) {
-        if (e.code() == asio::error::operation_aborted) co_return;
+      std::error_code ec;
+      tcp::socket client = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      if (ec) {
+        // Out of descriptors or buffers (EMFILE, ENFILE, ENOBUFS, ENOMEM): the pending
+        // connection stays queued and the listener stays readable, so an immediate retry would
+        // fail again at once. Wait, longer each time, until one goes through.
+        ++accept_failures;
+        auto now = std::chrono::steady_clock::now();
+        if (now - accept_failure_logged >= std::chrono::seconds(1)) {
+          Log({{"kind", kind},
+               {"verdict", "error"},
+               {"failures", accept_failures},
+               {"reason", Cat("cannot take a connection: ", ec.message(), "; waiting ",
+                              backoff.count(), " ms before the next try")}});
+          accept_failures = 0;
+          accept_failure_logged = now;
+        }
+        pause.expires_after(backoff);
+        co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
+        backoff = std::min(backoff * 2, kAcceptBackoffLast);
+        continue;
       }
+      backoff = kAcceptBackoffFirst;
+      if (!TakeShare(kind)) {
+        client.close(ec);
+        continue;
+      }
+      asio::co_spawn(io, (this->*serve)(std::move(client)),
+                     [keep = shared_from_this()](std::exception_ptr) { --keep->serving; });
     }
   }
 
@@ -1185,11 +1286,15 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
       }
     }
     auto self = shared_from_this();
-    for (auto& a : proxy) asio::co_spawn(io, Accept(a, &State::ServeProxy), asio::detached);
-    for (auto& a : transparent) {
-      asio::co_spawn(io, Accept(a, &State::ServeTransparent), asio::detached);
+    for (auto& a : proxy) {
+      asio::co_spawn(io, Accept(a, &State::ServeProxy, "proxy"), asio::detached);
     }
-    for (auto& a : dns_tcp) asio::co_spawn(io, Accept(a, &State::ServeDnsTcp), asio::detached);
+    for (auto& a : transparent) {
+      asio::co_spawn(io, Accept(a, &State::ServeTransparent, "transparent"), asio::detached);
+    }
+    for (auto& a : dns_tcp) {
+      asio::co_spawn(io, Accept(a, &State::ServeDnsTcp, "dns"), asio::detached);
+    }
     for (auto& s : dns_udp) asio::co_spawn(io, ServeDnsUdp(s), asio::detached);
   }
 

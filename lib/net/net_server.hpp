@@ -41,7 +41,19 @@ struct NetServerOptions {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds head_timeout{10000};
   std::chrono::milliseconds dns_timeout{3000};
+  // The sandbox's share of this process's descriptors: client connections and lookups served at
+  // once (each holds up to three descriptors: the client's, the destination's, a lookup's). One
+  // more is refused at once, with its reason in the log. 0: what the descriptors allow.
+  int max_connections = 0;
 };
+
+// The connections and lookups a server may serve at once: `wanted` (or, for 0, as many as its
+// descriptors allow), never more than its open-file limit leaves room for.
+int NetConnectionShare(int wanted);
+
+// Raises this process's soft limit of open files to its hard limit (a server's descriptors are
+// its sandbox's connections); the limit it has then.
+int RaiseOpenFileLimit();
 
 class NetServer {
  public:

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -58,6 +59,12 @@ nlohmann::json ReadRecord(const std::string& sandbox) {
   return j.is_object() ? j : nlohmann::json();
 }
 
+// The sandbox's network.connections (config.yaml).
+int SandboxConnections(const std::string& sandbox) {
+  Json v = Config::Load().SandboxValue(sandbox, "network.connections");
+  return v.is_number_integer() ? static_cast<int>(v.get<int64_t>()) : 0;
+}
+
 // Whether the record is of an ss-net on loopback for a link the backend fences itself (records
 // without "interface" were written for nftables fences).
 bool OnLoopback(const nlohmann::json& record) {
@@ -67,7 +74,7 @@ bool OnLoopback(const nlohmann::json& record) {
 // Starts `ss-net serve` on the link's gateway (on the ports of `last`, when given) and waits for
 // its first line; its ready document with "pid" added, or null when it did not come up.
 nlohmann::json StartServer(const std::string& sandbox, const EgressLink& link,
-                           const nlohmann::json& last) {
+                           const nlohmann::json& last, int connections) {
   // A link the backend fences itself reaches ss-net only through the backend's relays, which
   // connect to loopback; nothing is redirected to it, so it takes no transparent connections.
   bool loopback = link.interface.empty();
@@ -80,6 +87,10 @@ nlohmann::json StartServer(const std::string& sandbox, const EgressLink& link,
       Cat(ExecutableDir(), "/ss-net"), "serve", "--sandbox", sandbox, "--proxy", at("proxy")};
   if (!loopback) argv.insert(argv.end(), {"--transparent", at("transparent")});
   argv.insert(argv.end(), {"--dns", at("dns")});
+  // Of the sandbox's connections (its share of the host's connection tracking), ss-net serves
+  // half at once: the other half stays for lookups and for connections that have closed but are
+  // still tracked.
+  argv.insert(argv.end(), {"--connections", std::to_string(std::max(1, connections / 2))});
   if (const char* upstream = std::getenv("SS_NET_UPSTREAM_DNS"); upstream && *upstream) {
     argv.insert(argv.end(), {"--upstream-dns", upstream});
   }
@@ -186,11 +197,12 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
   if (auto text = ReadFileIfExists(ServeRecord(sandbox))) {
     last = nlohmann::json::parse(*text, nullptr, false).value("ready", nlohmann::json());
   }
-  nlohmann::json ready = StartServer(sandbox, link, last);
+  int connections = SandboxConnections(sandbox);
+  nlohmann::json ready = StartServer(sandbox, link, last, connections);
   // Any free ports when those are taken, a few times: the resolver's TCP side takes the port its
   // UDP side was given, which a TCP listener may already hold (on loopback, more likely).
   for (int i = 0; ready.is_null() && i < 3; ++i) {
-    ready = StartServer(sandbox, link, nlohmann::json());
+    ready = StartServer(sandbox, link, nlohmann::json(), connections);
   }
   if (ready.is_null()) {
     throw Error(kExitUnavailable,
@@ -212,7 +224,8 @@ EgressState EnsureEgress(const std::string& sandbox, const EgressLink& link) {
                  PortOf(ready, "proxy"),
                  PortOf(ready, "transparent"),
                  PortOf(ready, "dns"),
-                 link.dhcp};
+                 link.dhcp,
+                 ConntrackShare(connections)};
   ApplyNetFence(fence);
   return s;
 }

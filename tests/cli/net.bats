@@ -374,7 +374,7 @@ while True:
   port_of() { jq -r ".$1[0]" "$W/ready.json" | sed 's/.*://'; }
   ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence apply --sandbox box \
     --interface sbx-h --gateway 10.77.0.1 --proxy-port "$(port_of proxy)" \
-    --transparent-port "$(port_of transparent)" --dns-port "$(port_of dns)"
+    --transparent-port "$(port_of transparent)" --dns-port "$(port_of dns)" "$@"
 }
 
 teardown_world() {
@@ -461,6 +461,82 @@ for port in (9999, 53, 123, 443):
   # Removing what is not there is no error.
   ip netns exec "$H" "$SS_BUILD_DIR/libexec/ss/ss-net" fence remove --sandbox box
   teardown_world
+}
+
+@test "fence: lookups and connections from many source ports stop at the sandbox's share of the host's table" {
+  fenced_world --connections 256
+  local before after
+  before=$(ip netns exec "$H" cat /proc/sys/net/netfilter/nf_conntrack_count)
+  # As root inside: 2000 lookups, each from a source port of its own, to any resolver; then
+  # 600 connections to the web, each from its own port, none waited for.
+  sandbox python3 - <<'EOF'
+import socket, struct
+q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x04evil\x04test\x00\x00\x01\x00\x01"
+for i in range(2000):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try: u.sendto(q, ("198.51.100.%d" % (2 + i % 50), 53))
+    except OSError: pass
+    u.close()
+held = []
+for i in range(600):
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    t.setblocking(False)
+    try: t.connect(("198.51.100.2", 80))
+    except OSError: pass
+    held.append(t)
+EOF
+  # The host tracks at most the share (and a few flows of its own: ss-net's lookups).
+  after=$(ip netns exec "$H" cat /proc/sys/net/netfilter/nf_conntrack_count)
+  echo "# tracked before $before, after $after" >&3
+  [ "$((after - before))" -le 300 ]
+  # The rest was dropped, counted, and logged (at most once a second).
+  run ip netns exec "$H" nft list chain inet ss sandbox-box-in
+  assert_output --regexp 'ct count over 256 counter packets [0-9]{3,}'
+  assert_output --partial 'log prefix "ss: sandbox box is over its 256 connections: "'
+  teardown_world
+}
+
+@test "net: connections over the sandbox's share are refused with the reason; out of descriptors it waits, never spins, then serves" {
+  fake_internet
+  ss net allow allowed.test --sandbox box >/dev/null
+  serve --proxy 127.0.0.1:0 --connections 3
+  local pid=${PIDS[-1]} fds before after waiting
+  # Its soft limit of open files was raised to the hard one.
+  [ "$(awk '/Max open files/ {print $4}' "/proc/$pid/limits")" = \
+    "$(awk '/Max open files/ {print $5}' "/proc/$pid/limits")" ]
+  # Three held connections take the share: a fourth is closed at once, and the log says why.
+  run python3 - "${PROXY%:*}" "${PROXY##*:}" <<'EOF'
+import socket, sys, time
+held = [socket.create_connection((sys.argv[1], int(sys.argv[2]))) for _ in range(3)]
+time.sleep(0.3)
+extra = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+extra.settimeout(5)
+start = time.time()
+print("closed" if extra.recv(1) == b"" else "open", time.time() - start < 2)
+EOF
+  assert_output "closed True"
+  LOG | jq -e -s 'map(select(.verdict == "deny" and (.reason | test("sandbox .box. is over its share of 3 connections and lookups at once")))) | length >= 1'
+  # Released, they serve again.
+  run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  # Out of descriptors (its limit lowered to what it holds): a connection waits in the queue
+  # while ss-net retries, slower each time, at a few percent of a CPU at most.
+  fds=$(find "/proc/$pid/fd" -mindepth 1 | wc -l)
+  prlimit --pid "$pid" --nofile="$fds:$fds"
+  curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/" >"$W/waited" 2>&1 3>&- &
+  waiting=$!
+  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  sleep 2
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  echo "# ss-net out of descriptors for 2 s: $((after - before)) ticks of CPU" >&3
+  [ "$((after - before))" -le 20 ]
+  LOG | jq -e -s 'map(select(.verdict == "error" and (.reason | test("cannot take a connection: Too many open files")))) | length >= 1'
+  # Descriptors back: the waiting connection is served, and the next one.
+  prlimit --pid "$pid" --nofile=4096:4096
+  wait "$waiting"
+  assert_equal "$(cat "$W/waited")" "hello from outside"
+  run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
 }
 
 @test "fence: what cannot be written into the rules is refused before nft sees it" {

@@ -2,6 +2,7 @@
 #include "net_fence.hpp"
 
 #include "error.hpp"
+#include "fs.hpp"
 #include "gtest/gtest.h"
 #include "strings.hpp"
 
@@ -34,6 +35,41 @@ TEST(NetFence, RedirectsLookupsWebAndTheProxyAndRefusesTheRest) {
   NetFence dhcp = Fence();
   dhcp.dhcp = true;
   EXPECT_NE(NetFenceScript(dhcp).find("udp sport 68 udp dport 67 accept"), std::string::npos);
+}
+
+TEST(NetFence, ANewConnectionOverTheSandboxsShareIsDroppedBeforeItIsTracked) {
+  NetFence f = Fence();
+  EXPECT_EQ(NetFenceScript(f).find("ct count"), std::string::npos);  // no share: no limit
+  f.connections = 300;
+  std::vector<std::string> lines = SplitLines(NetFenceScript(f));
+  auto at = [&](const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) - lines.begin();
+  };
+  const std::string in = "add rule inet ss sandbox-my-box-in iifname \"ssn-0123456789\" ";
+  const std::string over = in + "ct state new ct count over 300 ";
+  auto log = at(over +
+                "limit rate 1/second burst 1 packets log prefix \"ss: sandbox my-box is over its "
+                "300 connections: \" level warn");
+  auto drop = at(over + "counter drop");
+  ASSERT_LT(drop, static_cast<long>(lines.size()));
+  ASSERT_LT(log, drop);
+  // After the replies to what is already tracked, before anything new is accepted.
+  EXPECT_LT(at(in + "ct state established,related accept"), log);
+  EXPECT_LT(drop,
+            at(in + "ct status dnat ip daddr 10.9.8.1 tcp dport { 40001, 40002, 40003 } accept"));
+  EXPECT_LT(drop, at(in + "ct status dnat ip daddr 10.9.8.1 udp dport 40003 accept"));
+  f.connections = -1;
+  EXPECT_THROW(NetFenceScript(f), Error);
+}
+
+TEST(NetFence, AShareIsNeverMoreThanAQuarterOfTheHostsTable) {
+  EXPECT_EQ(ConntrackShare(0), 0);
+  EXPECT_GE(ConntrackShare(100), 1);
+  EXPECT_LE(ConntrackShare(100), 100);
+  if (auto max = ReadFileIfExists("/proc/sys/net/netfilter/nf_conntrack_max")) {
+    int64_t table = *ParseDecimal(Trim(*max));
+    EXPECT_LE(ConntrackShare(1 << 30), std::max<int64_t>(1, table / 4));
+  }
 }
 
 TEST(NetFence, RefusesWhatCouldNotBeWrittenSafely) {

@@ -136,6 +136,19 @@ TEST(NetLine, VerbsAndTheirOwnFlags) {
                     "10.0.0.1", "--proxy-port", "1", "--transparent-port", "2", "--dns-port", "3"});
   EXPECT_EQ(o.fence.interface, "ssn-box");
   EXPECT_EQ(o.fence.dns_port, 3);
+  EXPECT_EQ(o.fence.connections, 0);
+  o = ParseNetLine({"fence", "apply", "--sandbox", "box", "--interface", "ssn-box", "--gateway",
+                    "10.0.0.1", "--proxy-port", "1", "--transparent-port", "2", "--dns-port", "3",
+                    "--connections", "300"});
+  EXPECT_EQ(o.fence.connections, 300);
+  EXPECT_EQ(
+      ParseNetLine({"serve", "--sandbox", "box", "--proxy", "127.0.0.1:0", "--connections", "40"})
+          .connections,
+      40);
+  EXPECT_THROW(
+      ParseNetLine({"serve", "--sandbox", "box", "--proxy", "127.0.0.1:0", "--connections", "0"}),
+      Error);
+  EXPECT_THROW(ParseNetLine({"allow", "x.org", "--connections", "5"}), Error);
   EXPECT_EQ(ParseNetLine({"relay", "--sandbox", "box", "--to", "dns"}).to, "dns");
   EXPECT_THROW(ParseNetLine({"allow"}), Error);
   EXPECT_THROW(ParseNetLine({"ls", "--follow"}), Error);
