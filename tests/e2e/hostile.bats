@@ -2,14 +2,19 @@
 # The sandbox attacks the host, on the backend in $SS_E2E_BACKEND: as the agent and as root
 # inside, it tries to make apply and pull write outside what they should (links swapped in
 # between and inside one archive, '..' and absolute names, setuid and device files, a tar and a
-# stat of its own earlier on PATH, names with line breaks, a file growing while it is read).
-# Each attempt is refused or made harmless, and a canary tree beside the project never changes.
+# stat of its own earlier on PATH, names with line breaks, a file growing while it is read), and
+# to take the host's resources (a fork bomb, lookups from many source ports, ss-net's
+# descriptors, a path too long for a snapshot). Each attempt is refused or made harmless, and a
+# canary tree beside the project never changes.
 
 load helpers
 
 setup_file() {
   e2e_sandbox_file ho
   ss new ho-app --copy >/dev/null
+  # Small shares, for the resource tests to reach them in seconds.
+  ss config set "sandboxes.$SANDBOX.processes" 512 >/dev/null
+  ss config set "sandboxes.$SANDBOX.network.connections" 256 >/dev/null
   ss vm start --sandbox "$SANDBOX" --backend "$SS_E2E_BACKEND" >&3 2>&1
   # The canary: a tree outside the project that nothing may touch.
   mkdir -p "$E2E_ROOT/canary/sub"
@@ -251,6 +256,151 @@ lines")" "nl"
   [[ "$stderr" == *"could not record this in the sandbox (is its disk full?)"* ]] || { echo "$stderr"; false; }
   run ss sync ho-app
   assert_success
+}
+
+@test "resources: a fork bomb as root takes the sandbox's tasks, never the host's; the sandbox recovers" {
+  local before peak
+  before=$(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)
+  # Root tries to lift the limit first: the cgroup's pids.max is not its to write, mounted
+  # afresh or not.
+  run in_sandbox "sudo -n sh -c 'd=\$(mktemp -d); mount -t cgroup2 none \$d 2>/dev/null || d=/sys/fs/cgroup; echo max > \$d/pids.max && cat \$d/pids.max'"
+  refute_output "max"
+  # As root: fork until fork fails, every child holding on for a few seconds.
+  in_sandbox "sudo -n python3 -c '
+import os, time
+n, why = 0, \"\"
+while n < 100000:
+    try:
+        pid = os.fork()
+    except OSError as e:
+        why = e.strerror
+        break
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    n += 1
+print(\"full\", n, why, flush=True)
+time.sleep(3)
+'" >"$BATS_TEST_TMPDIR/bomb" 2>&1 3>&- &
+  local bomb=$!
+  for _ in $(seq 100); do grep -q '^full' "$BATS_TEST_TMPDIR/bomb" && break; sleep 0.1; done
+  peak=$(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)
+  wait "$bomb" || true
+  echo "# fork bomb on $SS_E2E_BACKEND: $(cat "$BATS_TEST_TMPDIR/bomb"); host processes $before, then $peak" >&3
+  run cat "$BATS_TEST_TMPDIR/bomb"
+  assert_output --regexp '^full [0-9]+ Resource temporarily unavailable$'
+  [ "$(awk '{print $2}' "$BATS_TEST_TMPDIR/bomb")" -lt 512 ]
+  # The host's own count moved by the sandbox's share at most (and what else runs here).
+  [ "$((peak - before))" -le 700 ]
+  # Threads count too, for the sandbox user as for root.
+  run in_sandbox "python3 -c '
+import threading, time
+n = 0
+try:
+    while n < 100000:
+        threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
+        n += 1
+except RuntimeError:
+    pass
+print(n < 512)
+'"
+  assert_output "True"
+  # Once they are gone the sandbox works as before.
+  sleep 3
+  run in_sandbox "sh -c 'for i in 1 2 3 4 5 6 7 8; do true & done; wait; echo recovered'"
+  assert_output "recovered"
+}
+
+@test "resources: lookups and connections from many source ports stop at the sandbox's share of the host's connection tracking" {
+  local before after gateway
+  gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
+  before=$(cat /proc/sys/net/netfilter/nf_conntrack_count)
+  # As root: 3000 lookups, each from a source port of its own, to the gateway and to resolvers
+  # outside; then 600 connections to the web, none waited for.
+  in_sandbox "sudo -n python3 -c '
+import socket, struct
+q = struct.pack(\"!HHHHHH\", 7, 0x0100, 1, 0, 0, 0) + b\"\\x04evil\\x04test\\x00\\x00\\x01\\x00\\x01\"
+for i in range(3000):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try: u.sendto(q, (\"$gateway\" if i % 2 else \"192.0.2.%d\" % (1 + i % 200), 53))
+    except OSError: pass
+    u.close()
+held = []
+for i in range(600):
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    t.setblocking(False)
+    try: t.connect((\"192.0.2.%d\" % (1 + i % 200), 443))
+    except OSError: pass
+    held.append(t)
+'"
+  after=$(cat /proc/sys/net/netfilter/nf_conntrack_count)
+  echo "# host's tracked connections on $SS_E2E_BACKEND: $before, then $after" >&3
+  # Its share is 256: the host's table grew by that (and by what else runs here), not by 3600.
+  [ "$((after - before))" -le 1000 ]
+  run nft list chain inet ss "sandbox-$SANDBOX-in"
+  assert_output --regexp 'ct count over 256 counter packets [0-9]{3,}'
+}
+
+@test "resources: connections over the sandbox's share of ss-net are refused with the reason; ss-net does not spin and serves the next" {
+  local gateway pid before after
+  gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
+  pid=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
+  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  # As root: 200 connections to the proxy, held for two seconds (ss-net serves 128 at once).
+  run in_sandbox "sudo -n python3 -c '
+import socket, time
+held, closed = [], 0
+for i in range(200):
+    try: held.append(socket.create_connection((\"$gateway\", 3128), timeout=2))
+    except OSError: pass
+time.sleep(1)
+for s in held:
+    s.setblocking(False)
+    try:
+        if s.recv(1) == b\"\": closed += 1
+    except BlockingIOError: pass
+    except OSError: closed += 1
+print(\"closed\", closed)
+time.sleep(1)
+'"
+  echo "# ss-net share on $SS_E2E_BACKEND: $output" >&3
+  assert_output --regexp '^closed [0-9]+$'
+  [ "${output#closed }" -ge 50 ]
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  [ "$((after - before))" -le 100 ]
+  run ss net log --json --sandbox "$SANDBOX"
+  echo "$output" | jq -e -s 'map(select(.verdict == "deny" and (.reason | test("over its share of 128 connections")))) | length >= 1'
+  # The next connection is served.
+  run in_sandbox "curl -s -m 10 http://$gateway:3128/denials"
+  assert_output --partial "over its share of 128 connections"
+}
+
+@test "resources: a path longer than 4096 bytes: a snapshot is taken or refused whole, and the sandbox can still be deleted" {
+  # As root, 25 folders of 200 characters, one in another: a path of over 5000 bytes.
+  in_sandbox "sudo -n python3 -c '
+import os
+os.chdir(\"/root\")
+for i in range(25):
+    os.mkdir(\"d\" * 200)
+    os.chdir(\"d\" * 200)
+open(\"deep.txt\", \"w\").write(\"deep\")
+'"
+  run --separate-stderr ss snapshot deep
+  echo "# snapshot with a deep path on $SS_E2E_BACKEND: status $status $stderr" >&3
+  if [ "$status" = 0 ]; then
+    run ss snapshots --json
+    echo "$output" | jq -e '[.items[].name] | index("deep") != null'
+    ss snapshot delete deep >/dev/null
+  else
+    assert_failure 73
+    [[ "$stderr" == *"a path in it is longer than the 4096 bytes"* ]] || { echo "$stderr"; false; }
+    [ "${#stderr}" -lt 1000 ]
+    run ss snapshots --json
+    echo "$output" | jq -e '[.items[].name] | index("deep") == null'
+    # Nothing half-made on disk either.
+    [ "$SS_E2E_BACKEND" != lxd ] || [ ! -e "/var/lib/lxd/storage-pools/default/containers-snapshots/$SANDBOX/deep" ]
+  fi
+  # The deep folder stays: the last test deletes the sandbox with it.
 }
 
 @test "an ephemeral sandbox whose working copy has changes not yet applied is kept when its last session ends" {
