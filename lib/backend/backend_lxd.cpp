@@ -323,7 +323,32 @@ std::vector<std::string> LxdLimits(const Resources& r) {
   return out;
 }
 
-void LxdBackend::ApplyResources(const std::string& name, const Resources& r) {
+// The hard limit of open files of a local LXD's daemon (0 when unknown): a container's limit
+// above it fails its start where the daemon may not raise it (no CAP_SYS_RESOURCE).
+int64_t LxdBackend::DaemonOpenFiles() {
+  if (!remote_.empty()) return 0;
+  auto server = Query("/1.0");
+  int pid = server ? (*server).value("environment", Json::object()).value("server_pid", 0) : 0;
+  if (pid <= 0) return 0;
+  for (const std::string& line :
+       SplitLines(ReadFileIfExists(Cat("/proc/", pid, "/limits")).value_or(""))) {
+    if (!line.starts_with("Max open files")) continue;
+    auto words = Split(std::string(Trim(line.substr(14))), ' ');
+    std::vector<std::string> values;
+    for (const auto& w : words) {
+      if (!w.empty()) values.push_back(w);
+    }
+    if (values.size() >= 2) return ParseDecimal(values[1]).value_or(0);
+  }
+  return 0;
+}
+
+void LxdBackend::ApplyResources(const std::string& name, const Resources& requested) {
+  Resources r = requested;
+  if (r.open_files > 0) {
+    int64_t most = DaemonOpenFiles();
+    if (most > 0 && r.open_files > most) r.open_files = most;
+  }
   std::string ref = Ref(name);
   std::vector<std::string> args{"config", "set", ref};
   for (std::string& limit : LxdLimits(r)) args.push_back(std::move(limit));
@@ -545,7 +570,12 @@ std::vector<std::string> LxdBackend::RemoveOrphanSnapshots(const std::string& na
   if (!remote_.empty()) return {};
   Json inst = Instance(name);
   if (inst.is_null()) return {};
-  std::string pool = inst["expanded_devices"].value("root", Json::object()).value("pool", "");
+  const Json& devices = inst.contains("expanded_devices") && inst["expanded_devices"].is_object()
+                            ? inst["expanded_devices"]
+                            : Json::object();
+  const Json& root =
+      devices.contains("root") && devices["root"].is_object() ? devices["root"] : Json::object();
+  std::string pool = root.value("pool", "");
   if (pool.empty() || pool.find('/') != std::string::npos || pool[0] == '.') return {};
   // LXD's own folder: LXD_DIR, the snap's, or Debian's.
   std::string lxd_dir = "/var/lib/lxd";

@@ -46,6 +46,7 @@ class LxdBackend : public Backend {
   Json Instance(const std::string& name);              // null: no such instance
   void EnsureImage(const std::string& image_id, const std::string& image_dir, Progress& progress);
   void ApplyResources(const std::string& name, const Resources& resources);
+  int64_t DaemonOpenFiles();
   void StartWithFreePort(const std::string& name);
   std::string ViewsOf(const std::string& name) const;  // the folder of its id-mapped views
   // Mounts the views a sandbox of root's shares its folders through (none for other users').
