@@ -291,7 +291,13 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
   try {
     backend_->Create(spec, progress);
   } catch (...) {
-    // The backend removed what it made; so does this layer.
+    // The backend removed what it made; so does this layer: the network fence and ss-net
+    // installed before the first boot go too (with the record gone, nothing else would).
+    try {
+      RemoveEgress(name_);
+    } catch (const Error& e) {
+      Warn(Cat("the network fence of '", name_, "' stays: ", e.what()));
+    }
     RemoveTree(Dir());
     throw;
   }
