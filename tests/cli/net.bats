@@ -498,7 +498,7 @@ EOF
 
 @test "net: connections over the sandbox's share are refused with the reason; out of descriptors it waits, never spins, then serves" {
   fake_internet
-  ss net allow allowed.test --sandbox box >/dev/null
+  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
   serve --proxy 127.0.0.1:0 --connections 3
   local pid=${PIDS[-1]} fds before after waiting
   # Its soft limit of open files was raised to the hard one.
@@ -522,7 +522,7 @@ EOF
   # Out of descriptors (its limit lowered to what it holds): a connection waits in the queue
   # while ss-net retries, slower each time, at a few percent of a CPU at most.
   fds=$(find "/proc/$pid/fd" -mindepth 1 | wc -l)
-  prlimit --pid "$pid" --nofile="$fds:$fds"
+  prlimit --pid "$pid" --nofile="$fds:"
   curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/" >"$W/waited" 2>&1 3>&- &
   waiting=$!
   before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
@@ -532,7 +532,7 @@ EOF
   [ "$((after - before))" -le 20 ]
   LOG | jq -e -s 'map(select(.verdict == "error" and (.reason | test("cannot take a connection: Too many open files")))) | length >= 1'
   # Descriptors back: the waiting connection is served, and the next one.
-  prlimit --pid "$pid" --nofile=4096:4096
+  prlimit --pid "$pid" --nofile=4096:
   wait "$waiting"
   assert_equal "$(cat "$W/waited")" "hello from outside"
   run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"

@@ -276,11 +276,11 @@ while n < 100000:
         why = e.strerror
         break
     if pid == 0:
-        time.sleep(5)
+        time.sleep(3)
         os._exit(0)
     n += 1
 print(\"full\", n, why, flush=True)
-time.sleep(3)
+time.sleep(1)
 '" >"$BATS_TEST_TMPDIR/bomb" 2>&1 3>&- &
   local bomb=$!
   for _ in $(seq 100); do grep -q '^full' "$BATS_TEST_TMPDIR/bomb" && break; sleep 0.1; done
@@ -298,7 +298,7 @@ import threading, time
 n = 0
 try:
     while n < 100000:
-        threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
+        threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
         n += 1
 except RuntimeError:
     pass
@@ -306,9 +306,44 @@ print(n < 512)
 '"
   assert_output "True"
   # Once they are gone the sandbox works as before.
-  sleep 3
+  sleep 2
   run in_sandbox "sh -c 'for i in 1 2 3 4 5 6 7 8; do true & done; wait; echo recovered'"
   assert_output "recovered"
+}
+
+@test "resources: connections over the sandbox's share of ss-net are refused with the reason; ss-net does not spin and serves the next" {
+  local gateway pid before after
+  gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
+  pid=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
+  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  # As root: 200 connections to the proxy at once, held (ss-net serves 128 at once).
+  run in_sandbox "sudo -n python3 -c '
+import socket, time
+held, closed = [], 0
+for i in range(200):
+    s = socket.socket()
+    s.setblocking(False)
+    try: s.connect((\"$gateway\", 3128))
+    except BlockingIOError: pass
+    held.append(s)
+time.sleep(1.5)
+for s in held:
+    try:
+        if s.recv(1) == b\"\": closed += 1
+    except BlockingIOError: pass
+    except OSError: closed += 1
+print(\"closed\", closed)
+'"
+  echo "# ss-net share on $SS_E2E_BACKEND: $output" >&3
+  assert_output --regexp '^closed [0-9]+$'
+  [ "${output#closed }" -ge 50 ]
+  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  [ "$((after - before))" -le 100 ]
+  run ss net log --json --sandbox "$SANDBOX"
+  echo "$output" | jq -e -s 'map(select(.verdict == "deny" and (.reason | test("over its share of 128 connections")))) | length >= 1'
+  # The next connection is served.
+  run in_sandbox "curl -s -m 10 http://$gateway:3128/denials"
+  assert_output --partial "over its share of 128 connections"
 }
 
 @test "resources: lookups and connections from many source ports stop at the sandbox's share of the host's connection tracking" {
@@ -339,40 +374,6 @@ for i in range(600):
   [ "$((after - before))" -le 1000 ]
   run nft list chain inet ss "sandbox-$SANDBOX-in"
   assert_output --regexp 'ct count over 256 counter packets [0-9]{3,}'
-}
-
-@test "resources: connections over the sandbox's share of ss-net are refused with the reason; ss-net does not spin and serves the next" {
-  local gateway pid before after
-  gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
-  pid=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
-  before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  # As root: 200 connections to the proxy, held for two seconds (ss-net serves 128 at once).
-  run in_sandbox "sudo -n python3 -c '
-import socket, time
-held, closed = [], 0
-for i in range(200):
-    try: held.append(socket.create_connection((\"$gateway\", 3128), timeout=2))
-    except OSError: pass
-time.sleep(1)
-for s in held:
-    s.setblocking(False)
-    try:
-        if s.recv(1) == b\"\": closed += 1
-    except BlockingIOError: pass
-    except OSError: closed += 1
-print(\"closed\", closed)
-time.sleep(1)
-'"
-  echo "# ss-net share on $SS_E2E_BACKEND: $output" >&3
-  assert_output --regexp '^closed [0-9]+$'
-  [ "${output#closed }" -ge 50 ]
-  after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  [ "$((after - before))" -le 100 ]
-  run ss net log --json --sandbox "$SANDBOX"
-  echo "$output" | jq -e -s 'map(select(.verdict == "deny" and (.reason | test("over its share of 128 connections")))) | length >= 1'
-  # The next connection is served.
-  run in_sandbox "curl -s -m 10 http://$gateway:3128/denials"
-  assert_output --partial "over its share of 128 connections"
 }
 
 @test "resources: a path longer than 4096 bytes: a snapshot is taken or refused whole, and the sandbox can still be deleted" {
