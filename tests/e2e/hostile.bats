@@ -391,7 +391,7 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   if [ "$status" = 0 ]; then
     run ss snapshots --json
     echo "$output" | jq -e '[.items[].name] | index("deep") != null'
-    ss snapshot delete deep >/dev/null
+    ss snapshot delete deep --yes >/dev/null
   else
     assert_failure 73
     [[ "$stderr" == *"a path in it is longer than the 4096 bytes"* ]] || { echo "$stderr"; false; }
