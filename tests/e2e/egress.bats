@@ -128,6 +128,20 @@ EOF
   fi
 }
 
+@test "egress: a sandbox's connections are bounded by default: its share of the host's conntrack, and of ss-net" {
+  local pid
+  pid=$(jq -r .pid "$(serve_record)")
+  # ss-net serves half of network.connections (8192 by default) at once.
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- '--connections 4096 '
+  on_qemu && return 0  # QEMU's own user network is the fence: no nftables rules
+  # The fence's share: the same 8192, or a quarter of the host's table when that is less.
+  local max share
+  max=$(cat /proc/sys/net/netfilter/nf_conntrack_max)
+  share=$((max / 4 < 8192 ? max / 4 : 8192))
+  run nft list chain inet ss "sandbox-$SANDBOX-in"
+  assert_output --partial "ct state new ct count over $share counter packets"
+}
+
 @test "egress: every login is pointed at the proxy; clients that honour it go through it" {
   proxy=$(proxy_url)
   run in_sandbox printenv HTTPS_PROXY
