@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""A DNS server for tests: answers A queries for the names given, NXDOMAIN for any other name,
-over UDP and TCP, and writes every question it receives to a log (to show what reached it).
+"""A DNS server for tests: answers A and AAAA queries for the names given (a name given twice
+has both addresses; a name with no address of the type asked has none, NOERROR), NXDOMAIN for
+any other name, over UDP and TCP, and writes every question it receives to a log (to show what
+reached it).
 
-usage: dns_server.py ADDR PORT LOG NAME=IPV4...      (PORT 0: a free one, printed on stdout)
+usage: dns_server.py ADDR PORT LOG NAME=IPV4|IPV6...   (PORT 0: a free one, printed on stdout)
 """
 import socket
 import socketserver
@@ -28,19 +30,25 @@ def answer(msg, records, log):
     ident, flags = struct.unpack("!HH", msg[:4])
     rd = flags & 0x0100
     if name in records:
-        rcode, answers = 0, ([records[name]] if qtype == 1 else [])
+        family = {1: socket.AF_INET, 28: socket.AF_INET6}.get(qtype)
+        rcode, answers = 0, [(family, ip) for f, ip in records[name] if f == family]
     else:
         rcode, answers = 3, []
     head = struct.pack("!HHHHHH", ident, 0x8000 | 0x0400 | rd | 0x0080 | rcode, 1, len(answers), 0, 0)
     body = msg[12:end]
-    for ip in answers:
-        body += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(ip)
+    for family, ip in answers:
+        data = socket.inet_pton(family, ip)
+        body += b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 60, len(data)) + data
     return head + body
 
 
 def main():
     addr, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    records = dict(a.split("=", 1) for a in sys.argv[4:])
+    records = {}
+    for arg in sys.argv[4:]:
+        name, ip = arg.split("=", 1)
+        family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+        records.setdefault(name.lower(), []).append((family, ip))
     asked = port
 
     class Tcp(socketserver.BaseRequestHandler):

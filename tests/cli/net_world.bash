@@ -13,17 +13,41 @@ net_setup() {
   echo '{"name":"box"}' >"$SS_HOME/.ss/sandboxes/box/sandbox.json"
 }
 
-# net_teardown (in teardown): stops what background started, removes the test's namespace, and
+# net_teardown (in teardown): stops what background started, removes the test's namespaces, and
 # fails on sanitizer reports (the suite runs these tests under ASan and UBSan).
 net_teardown() {
   local pid
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   [ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
+  [ -z "${OUT:-}" ] || ip netns del "$OUT" 2>/dev/null || true
   if grep -s -l -E "Sanitizer|runtime error" "$W"/*.err; then
     cat "$W"/*.err >&2
     return 1
   fi
+}
+
+# world_up: the test's own host and internet, never this machine's: $NS, the host, where ss-net
+# and its clients run, and $OUT, the stand-in internet at $OUTSIDE (203.0.113.2), joined by a
+# routed point-to-point link, as many cloud machines have theirs: the host's side 192.0.2.1/32
+# ($HOST_WAN) and a route to the outside, so that the outside is on none of the host's networks
+# (which ss-net never reaches). Servers of the outside start with NS=$OUT background ….
+OUTSIDE=203.0.113.2
+HOST_WAN=192.0.2.1
+world_up() {
+  NS="ssnet-h-$$" OUT="ssnet-o-$$"
+  ip netns add "$NS"
+  ip netns add "$OUT"
+  ip -n "$NS" link set lo up
+  ip -n "$OUT" link set lo up
+  ip -n "$NS" link add wan0 type veth peer name wan1 netns "$OUT"
+  ip -n "$NS" addr add "$HOST_WAN/32" dev wan0
+  ip -n "$NS" link set wan0 up
+  ip -n "$NS" route add "$OUTSIDE/32" dev wan0
+  ip -n "$OUT" addr add "$OUTSIDE/32" dev wan1
+  ip -n "$OUT" link set wan1 up
+  ip -n "$OUT" route add "$HOST_WAN/32" dev wan1
+  ip -n "$OUT" route add default via "$HOST_WAN" dev wan1
 }
 
 # in_ns CMD...: runs CMD in the test's namespace when there is one.

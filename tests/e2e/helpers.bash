@@ -256,9 +256,13 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
 
 # fake_internet_up NAME...: a stand-in for the internet, never the real one: a network namespace
 # of the file's own at $FI_OUTSIDE (.2 of $SS_E2E_FAKE_NET, 198.51.100 (TEST-NET-2) unless set:
-# CTest gives files that run side by side networks of their own) with web servers on ports 80 and
+# CTest gives files that run side by side networks of their own), reached from the host by a
+# routed point-to-point link, as many cloud machines reach theirs (the host's side $FI_NET.1/32
+# and a route to the outside: the outside is on none of the host's networks, which ss-net never
+# reaches), with web servers on ports 80 and
 # 8080 (HTTP) and 443 (HTTPS, a certificate for every NAME from a test CA, $FI_DIR/ca.pem), a DNS
-# server that answers every NAME with $FI_OUTSIDE (queries logged to $FI_DIR/dns.queries), and
+# server that answers every NAME with $FI_OUTSIDE and every NAME=ADDRESS (IPv4 or IPv6, a name
+# given twice has both) with ADDRESS (queries logged to $FI_DIR/dns.queries), and
 # outside.py on TCP 853 and UDP 443 and 9999 (datagrams logged to $FI_DIR/udp.got). Every page
 # and every answer says "outside says hi"; with FI_443=headers, port 443 is header_server.py
 # instead, which writes every request down ($FI_DIR/requests). ss-net resolves
@@ -278,17 +282,24 @@ fake_internet_up() {
   echo "$ns $host_if" >"$FI_DIR/names"
   ip netns add "$ns"
   ip link add "$host_if" type veth peer name fi-in netns "$ns"
-  ip addr add "$FI_NET.1/24" dev "$host_if"
+  ip addr add "$FI_NET.1/32" dev "$host_if"
   ip link set "$host_if" up
-  ip -n "$ns" addr add "$FI_OUTSIDE/24" dev fi-in
+  ip route add "$FI_OUTSIDE/32" dev "$host_if"
+  ip -n "$ns" addr add "$FI_OUTSIDE/32" dev fi-in
   ip -n "$ns" link set fi-in up
   ip -n "$ns" link set lo up
-  ip -n "$ns" route add default via "$FI_NET.1"
+  ip -n "$ns" route add "$FI_NET.1/32" dev fi-in
+  ip -n "$ns" route add default via "$FI_NET.1" dev fi-in
   echo "outside says hi" >"$FI_DIR/www/index.html"
   local san="" name dns_names=()
   for name in "$@"; do
-    san+="${san:+,}DNS:$name"
-    dns_names+=("$name=$FI_OUTSIDE")
+    case $name in
+      *=*) dns_names+=("$name") ;;
+      *)
+        san+="${san:+,}DNS:$name"
+        dns_names+=("$name=$FI_OUTSIDE")
+        ;;
+    esac
   done
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj "/CN=ss test CA" -keyout "$FI_DIR/ca.key" -out "$FI_DIR/ca.pem" \
