@@ -110,8 +110,8 @@ bool SkipName(std::string_view m, size_t& at) {
 
 }  // namespace
 
-std::vector<std::string> DnsAddresses(std::string_view m) {
-  std::vector<std::string> out;
+std::vector<IpAddress> DnsAddresses(std::string_view m) {
+  std::vector<IpAddress> out;
   if (m.size() < kHeader || !(Get16(m, 2) & 0x8000) || (Get16(m, 2) & 0xf) != 0) return out;
   size_t at = kHeader;
   for (uint16_t i = 0, n = Get16(m, 4); i < n; ++i) {
@@ -127,7 +127,7 @@ std::vector<std::string> DnsAddresses(std::string_view m) {
     if (at + length > m.size()) return {};
     if (klass == 1 &&
         ((type == kDnsTypeA && length == 4) || (type == kDnsTypeAaaa && length == 16))) {
-      out.emplace_back(m.substr(at, length));
+      out.push_back(*IpAddressFromBytes(m.substr(at, length)));
     }
     at += length;
   }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ip_address.hpp"
+
 namespace ss {
 
 struct DnsQuestion {
@@ -45,9 +47,10 @@ bool DnsAnswers(std::string_view answer, std::string_view query, const DnsQuesti
 // A standard recursive query for `name` (a valid host name) of `type`, with `id`.
 std::string DnsQuery(uint16_t id, std::string_view name, uint16_t type);
 
-// The IPv4 (4 bytes) and IPv6 (16 bytes) addresses of the A and AAAA records in the answer
-// section of `answer`, in order; empty for a malformed answer or one with an error.
-std::vector<std::string> DnsAddresses(std::string_view answer);
+// The addresses of the A and AAAA records in the answer section of `answer`, in order, made by
+// IpAddressFromBytes (an IPv4-mapped AAAA is the IPv4 address it maps); empty for a malformed
+// answer or one with an error.
+std::vector<IpAddress> DnsAddresses(std::string_view answer);
 
 // Lowers every record's time to live in `answer` to at most `most` seconds (in place); false,
 // and nothing trusted, for a malformed message.

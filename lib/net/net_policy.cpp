@@ -31,36 +31,6 @@ std::optional<NetMode> ParseNetMode(std::string_view text) {
   return std::nullopt;
 }
 
-std::string IpAddress::ToString() const {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(family == 4 ? AF_INET : AF_INET6, bytes.data(), buf, sizeof buf);
-  return buf;
-}
-
-std::optional<IpAddress> ParseIpAddress(std::string_view text) {
-  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
-    text = text.substr(1, text.size() - 2);
-  }
-  std::string s(text);
-  IpAddress a;
-  if (inet_pton(AF_INET, s.c_str(), a.bytes.data()) == 1) {
-    a.family = 4;
-    return a;
-  }
-  if (inet_pton(AF_INET6, s.c_str(), a.bytes.data()) == 1) {
-    a.family = 6;
-    // An IPv4-mapped address is the IPv4 address it maps.
-    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (std::memcmp(a.bytes.data(), kMapped, 12) == 0) {
-      std::memmove(a.bytes.data(), a.bytes.data() + 12, 4);
-      std::memset(a.bytes.data() + 4, 0, 12);
-      a.family = 4;
-    }
-    return a;
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string> NormaliseHostName(std::string_view host) {
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
   if (host.empty() || host.size() > 253) return std::nullopt;
@@ -71,6 +41,12 @@ std::optional<std::string> NormaliseHostName(std::string_view host) {
     if (!OnlyChars(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")) {
       return std::nullopt;
     }
+  }
+  // Ends in a number (as the URL standard says): an IPv4 address in another form, not a name.
+  std::string last = ToLower(host.substr(host.rfind('.') + 1));
+  if (OnlyChars(last, "0123456789") ||
+      (last.starts_with("0x") && OnlyChars(last.substr(2), "0123456789abcdef"))) {
+    return std::nullopt;
   }
   return ToLower(host);
 }
@@ -84,13 +60,7 @@ namespace {
 }
 
 bool InNetwork(const IpAddress& a, const IpAddress& net, int prefix) {
-  if (a.family != net.family) return false;
-  int full = prefix / 8;
-  if (std::memcmp(a.bytes.data(), net.bytes.data(), full) != 0) return false;
-  int rest = prefix % 8;
-  if (rest == 0) return true;
-  uint8_t mask = static_cast<uint8_t>(0xff << (8 - rest));
-  return (a.bytes[full] & mask) == (net.bytes[full] & mask);
+  return IpNetwork{net, prefix}.Contains(a);
 }
 
 bool Matches(const NetRule& rule, std::string_view name, const std::optional<IpAddress>& ip,
@@ -154,9 +124,7 @@ NetRule ParseNetRule(std::string_view text) {
       r.prefix = static_cast<int>(*prefix);
     }
     // Keep the network's own address: 10.1.2.3/8 means 10.0.0.0/8.
-    for (int bit = r.prefix; bit < (ip->family == 4 ? 32 : 128); ++bit) {
-      r.network.bytes[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
-    }
+    r.network = IpNetwork::Of(*ip, r.prefix).address;
     std::string shown =
         r.network.family == 6 ? Cat("[", r.network.ToString(), "]") : r.network.ToString();
     if (r.prefix != (ip->family == 4 ? 32 : 128)) shown += Cat("/", r.prefix);
@@ -373,28 +341,98 @@ NetVerdict Decide(const NetPolicy& policy, std::string_view host, int port) {
   return {false, "mode allowlist"};
 }
 
-bool IsInternalAddress(const IpAddress& address) {
-  static const char* const kInternal[] = {"0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10",
-                                          "127.0.0.0/8",    "169.254.0.0/16", "172.16.0.0/12",
-                                          "192.168.0.0/16", "224.0.0.0/3",    "[::]/127",
-                                          "[fc00::]/7",     "[fe80::]/10",    "[ff00::]/8"};
-  for (const char* text : kInternal) {
-    NetRule net = ParseNetRule(text);
-    if (InNetwork(address, net.network, net.prefix)) return true;
+namespace {
+
+std::vector<IpNetwork> Networks(std::initializer_list<const char*> texts) {
+  std::vector<IpNetwork> out;
+  for (const char* text : texts) out.push_back(*ParseIpNetwork(text));
+  return out;
+}
+
+// The host's own, whatever its interfaces say: loopback, and "this host" (a connection to
+// 0.0.0.0 or :: reaches the host's own listeners).
+const std::vector<IpNetwork>& FixedOwn() {
+  static const std::vector<IpNetwork> kOwn =
+      Networks({"0.0.0.0/8", "127.0.0.0/8", "::/128", "::1/128"});
+  return kOwn;
+}
+
+const std::vector<IpNetwork>& FixedInternal() {
+  static const std::vector<IpNetwork> kInternal =
+      Networks({"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+                "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3", "::/127", "64:ff9b:1::/48",
+                "fc00::/7", "fe80::/10", "ff00::/8"});
+  return kInternal;
+}
+
+const HostNetwork* FindIn(const std::vector<HostNetwork>& networks, const IpAddress& a) {
+  for (const HostNetwork& n : networks) {
+    if (n.network.Contains(a)) return &n;
+  }
+  return nullptr;
+}
+
+// Whether an allow rule opens the internal address `a`: it names `a`, and all it names lies in
+// an internal network that holds `a` (so 0.0.0.0/0 opens nothing internal).
+bool Opened(const NetPolicy& policy, const IpAddress& a, int port, const HostNetworks& host) {
+  std::vector<IpNetwork> around;
+  for (const IpNetwork& n : FixedInternal()) {
+    if (n.Contains(a)) around.push_back(n);
+  }
+  for (const HostNetwork& n : host.local) {
+    if (n.network.Contains(a)) around.push_back(n.network);
+  }
+  for (const NetRule& rule : policy.allow) {
+    if (!Matches(rule, "", a, port)) continue;
+    IpNetwork named{rule.network, rule.prefix};
+    for (const IpNetwork& n : around) {
+      if (n.Covers(named)) return true;
+    }
   }
   return false;
 }
 
-NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port) {
-  if (policy.mode == NetMode::kNone) return {false, "mode none"};
-  std::optional<IpAddress> ip = address;
-  for (const NetRule& rule : policy.deny) {
-    if (Matches(rule, "", ip, port)) return {false, Cat("deny ", rule.text)};
+}  // namespace
+
+bool IsInternalAddress(const IpAddress& address) {
+  for (const IpNetwork& n : FixedInternal()) {
+    if (n.Contains(address)) return true;
   }
+  return false;
+}
+
+NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port,
+                         const HostNetworks& host) {
+  if (policy.mode == NetMode::kNone) return {false, "mode none"};
+  // The address, and the IPv4 addresses it leads to: each is decided on.
+  std::vector<IpAddress> views = {address};
+  for (const IpAddress& v4 : EmbeddedIpv4(address)) views.push_back(v4);
+  auto refused = [&](std::string rule, const IpAddress& a, std::string network = "") {
+    return NetVerdict{false, std::move(rule), a.ToString(), std::move(network)};
+  };
+  for (const IpAddress& a : views) {
+    for (const NetRule& rule : policy.deny) {
+      if (Matches(rule, "", a, port)) return refused(Cat("deny ", rule.text), a);
+    }
+  }
+  for (const IpAddress& a : views) {
+    for (const IpNetwork& n : FixedOwn()) {
+      if (n.Contains(a)) return refused("host address", a);
+    }
+    if (FindIn(host.own, a)) return refused("host address", a);
+    if (const HostNetwork* n = FindIn(host.sandboxes, a)) {
+      return refused("sandbox network", a, Cat(n->network.ToString(), " on ", n->interface));
+    }
+  }
+  for (const IpAddress& a : views) {
+    if ((IsInternalAddress(a) || FindIn(host.local, a)) && !Opened(policy, a, port, host)) {
+      return refused("internal address", a);
+    }
+  }
+  std::optional<IpAddress> ip = address;
   for (const NetRule& rule : policy.allow) {
     if (Matches(rule, "", ip, port)) return {true, Cat("allow ", rule.text)};
   }
-  if (IsInternalAddress(address)) return {false, "internal address"};
   return {true, policy.mode == NetMode::kOpen ? "mode open" : "public address"};
 }
 

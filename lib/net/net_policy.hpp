@@ -16,7 +16,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "ip_address.hpp"
 
 namespace ss {
 
@@ -25,14 +28,6 @@ enum class NetMode { kAllowlist, kOpen, kNone };
 std::string_view NetModeName(NetMode mode);  // "allowlist", "open", "none"
 // "allowlist" / "open" / "none", or nothing.
 std::optional<NetMode> ParseNetMode(std::string_view text);
-
-// An IPv4 or IPv6 address (IPv4 kept as its 4 bytes, family 4).
-struct IpAddress {
-  int family = 0;  // 4 or 6
-  std::array<uint8_t, 16> bytes{};
-  std::string ToString() const;
-};
-std::optional<IpAddress> ParseIpAddress(std::string_view text);
 
 struct NetRule {
   enum Kind { kName, kWildcard, kNetwork } kind = kName;
@@ -47,7 +42,9 @@ struct NetRule {
 NetRule ParseNetRule(std::string_view text);
 
 // A lower-case name without its trailing dot, or nothing when `host` is not a valid DNS name
-// (labels of 1-63 letters, digits, '-' or '_', 253 characters at most).
+// (labels of 1-63 letters, digits, '-' or '_', 253 characters at most) or ends in a number: a
+// last label of digits only, or 0x and hex digits, is how IPv4 addresses are written in forms
+// other than ParseIpAddress's (2130706433, 0x7f.1, 127.1), which URL parsers read as addresses.
 std::optional<std::string> NormaliseHostName(std::string_view host);
 
 // Where the real value of an injected secret is read, on the host, each time it is needed (a
@@ -93,8 +90,22 @@ struct NetPolicy {
 std::vector<const NetInjection*> InjectionsFor(const NetPolicy& policy, std::string_view host);
 
 struct NetVerdict {
+  NetVerdict() = default;
+  NetVerdict(bool allowed, std::string rule, std::string address = "", std::string network = "")
+      : allowed(allowed),
+        rule(std::move(rule)),
+        address(std::move(address)),
+        network(std::move(network)) {}
+
   bool allowed = false;
-  std::string rule;  // the rule that decided, or "mode allowlist" / "mode open" / "mode none"
+  // The rule that decided, or "mode allowlist" / "mode open" / "mode none", or for an address:
+  // "host address", "sandbox network", "internal address", "public address".
+  std::string rule;
+  // For an address refused as the host's, a sandbox's or internal: the address that decided it
+  // (an IPv4 address carried inside the IPv6 one connected to, or that one itself); for a
+  // sandbox network, also the network and the interface it is on ("10.0.3.0/24 on ssn-1a2b").
+  std::string address;
+  std::string network;
 };
 
 // The policy as ss-net reads it from its policy file: {"mode": "allowlist", "allow": [rules],
@@ -108,14 +119,40 @@ NetPolicy NetPolicyFromJson(std::string_view text);
 // the name alone (a DNS lookup): port-bound rules for the name count then.
 NetVerdict Decide(const NetPolicy& policy, std::string_view host, int port);
 
-// Whether a connection may go to `address` (where an allowed name resolved to, or an address the
-// sandbox named) on `port`. Deny rules for the address count; an address on the host itself or
-// its networks (loopback, private, link-local, CGNAT, unique-local, multicast) is reached only
-// when an allow rule names that address or network: an allowed name never leads into the LAN.
-NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port);
+// One network of the host's interfaces, and the interface it is on.
+struct HostNetwork {
+  IpNetwork network;
+  std::string interface;
+};
 
-// Whether `address` is loopback, private, link-local, CGNAT, unique-local, multicast or
-// unspecified.
+// What the host itself is, on the network, as its interfaces say at the moment of a decision
+// (host_networks.hpp reads and follows them).
+struct HostNetworks {
+  // The host's own addresses: every address of every interface (a /32 or /128), and every
+  // network of the loopback interface (all of 127.0.0.0/8 is the host's).
+  std::vector<HostNetwork> own;
+  // The networks of the bridges where sandboxes and containers are: ss's own (ssn-…) and the
+  // container engines' (IsSandboxInterface).
+  std::vector<HostNetwork> sandboxes;
+  // The networks of every other interface: the host's LAN, its VPNs.
+  std::vector<HostNetwork> local;
+};
+
+// Whether a connection may go to `address` (where an allowed name resolved to, or an address the
+// sandbox named) on `port`, the host being `host`. In every mode, rules or not:
+//   - the host's own addresses (`host.own`, loopback, 0.0.0.0/8, ::) are refused: the host's
+//     services, ss-net's own ports and other sandboxes' SSH ports among them;
+//   - the networks of sandboxes and containers (`host.sandboxes`) are refused;
+//   - internal addresses (IsInternalAddress, and `host.local`: the host's LAN) are refused unless
+//     an allow rule names the address or a network inside the internal network it is in (a
+//     LAN printer: ss net allow 192.168.1.20; 0.0.0.0/0 does not open the LAN);
+//   - deny rules for the address count.
+// An IPv6 address that carries IPv4 addresses (EmbeddedIpv4) is refused when any of them is.
+NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port,
+                         const HostNetworks& host);
+
+// Whether `address` is loopback, private, link-local, CGNAT, unique-local, NAT64 local-use,
+// multicast or unspecified.
 bool IsInternalAddress(const IpAddress& address);
 
 }  // namespace ss

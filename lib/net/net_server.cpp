@@ -34,6 +34,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "host_networks.hpp"
 #include "http_head.hpp"
 #include "http_inject.hpp"
 #include "net_ca.hpp"
@@ -336,6 +337,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   asio::io_context& io;
   NetServerOptions options;
   PolicyFile policy;
+  HostNetworksWatch host_networks;
   Fd log_fd;
   std::mt19937 rng;
   std::deque<std::string> denials;  // the recent ones, one line each
@@ -395,10 +397,23 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
                          std::string_view address = "") const {
     std::string what = port ? Cat(destination, ":", port) : std::string(destination);
     std::string name = std::string(destination);
+    // Where it leads: the address connected to, and the IPv4 address inside it that decided.
+    std::string to = std::string(address);
+    if (!v.address.empty() && v.address != to)
+      to = to.empty() ? v.address : Cat(to, " (", v.address, ")");
+    std::string leads = to == destination ? Cat(what, " is ") : Cat(what, " leads to ", to, ", ");
     if (v.rule == "internal address") {
-      return Cat(what, " leads to ", address, ", an address on the host or its network, which ",
-                 "sandbox ", Quoted(options.sandbox), " may not reach; to allow it: ss net allow ",
-                 address);
+      return Cat(leads, "an address on the host or its network, which sandbox ",
+                 Quoted(options.sandbox), " may not reach; to allow it: ss net allow ",
+                 v.address.empty() ? std::string(address) : v.address);
+    }
+    if (v.rule == "host address") {
+      return Cat(leads, "an address of the host itself, which no sandbox may reach, whatever ",
+                 "its rules or mode");
+    }
+    if (v.rule == "sandbox network") {
+      return Cat(leads, "on ", v.network, ", a network of the host's sandboxes and containers, ",
+                 "which no sandbox may reach, whatever its rules or mode");
     }
     if (v.rule == "invalid name") return Cat(Quoted(what), " is not a valid host name");
     if (v.rule == "mode none") {
@@ -469,12 +484,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     std::vector<IpAddress> out;
     for (uint16_t type : {kDnsTypeA, kDnsTypeAaaa}) {
       std::string answer = co_await AskUpstream(DnsQuery(NewId(), host, type));
-      for (const std::string& raw : DnsAddresses(answer)) {
-        IpAddress a;
-        a.family = raw.size() == 4 ? 4 : 6;
-        std::copy(raw.begin(), raw.end(), a.bytes.begin());
-        out.push_back(a);
-      }
+      for (const IpAddress& a : DnsAddresses(answer)) out.push_back(a);
       if (!out.empty()) break;
     }
     co_return out;
@@ -497,7 +507,8 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
     const NetPolicy& policy = this->policy.Current();
     for (const IpAddress& a : addresses) {
-      NetVerdict v = DecideAddress(policy, a, port);
+      // The host as it is now: an address added a moment ago counts.
+      NetVerdict v = DecideAddress(policy, a, port, host_networks.Current());
       if (!v.allowed) {
         up.verdict = v;
         up.address = a.ToString();

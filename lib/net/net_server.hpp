@@ -15,8 +15,9 @@
 //
 // Every connection and lookup is decided by the policy file (re-read when it changes, so an
 // edit counts for the next connection) and logged as one JSON line. Names are resolved through
-// the same upstream resolver the sandbox's lookups go to, and an allowed name never leads to an
-// address on the host or its networks unless a rule names that address.
+// the same upstream resolver the sandbox's lookups go to; every address is decided on by
+// DecideAddress, as the kernel would connect to it, against the host's interfaces as they are at
+// that moment (HostNetworksWatch): never the host itself nor a sandbox's network, in any mode.
 #pragma once
 
 #include <asio/io_context.hpp>

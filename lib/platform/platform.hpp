@@ -167,4 +167,14 @@ MountResult MountIdmapped(const std::string& source, int userns_fd, const std::s
 // proxy's), or std::nullopt when it was not redirected or the system cannot say.
 std::optional<sockaddr_storage> OriginalDestination(int fd, bool ipv6);
 
+// A non-blocking, close-on-exec descriptor that the kernel writes to whenever an address or a
+// link of the host's interfaces is added, removed or changed (Linux: an rtnetlink socket), so
+// its reader knows to read them again. Returns the descriptor, or -1 with errno set (ENOSYS
+// where the system has none: then read them every time).
+int OpenAddressWatch();
+// Reads everything waiting on such a descriptor: 1 when anything changed since the last call (or
+// so much changed that the kernel dropped notices), 0 when nothing did, -1 with errno set when it
+// cannot tell.
+int DrainAddressWatch(int fd);
+
 }  // namespace ss::platform

@@ -235,4 +235,14 @@ MountResult MountIdmapped(const std::string&, int, const std::string&) {
 
 std::optional<sockaddr_storage> OriginalDestination(int, bool) { return std::nullopt; }
 
+int OpenAddressWatch() {
+  errno = ENOSYS;
+  return -1;
+}
+
+int DrainAddressWatch(int) {
+  errno = ENOSYS;
+  return -1;
+}
+
 }  // namespace ss::platform

@@ -10,6 +10,7 @@
 #include <linux/mount.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
+#include <linux/rtnetlink.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -356,6 +357,43 @@ std::optional<sockaddr_storage> OriginalDestination(int fd, bool ipv6) {
                 : ::getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &ss, &length);
   if (rc != 0) return std::nullopt;
   return ss;
+}
+
+int OpenAddressWatch() {
+  int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+  if (fd < 0) return -1;
+  sockaddr_nl at{};
+  at.nl_family = AF_NETLINK;
+  at.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0) {
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+int DrainAddressWatch(int fd) {
+  // The notices are sent while the change is made, before the call that made it returns: what
+  // changed before this call is read by it.
+  int changed = 0;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      changed = 1;
+    } else if (n < 0 && errno == ENOBUFS) {
+      changed = 1;  // notices were lost: something changed
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return changed;
+    } else {
+      if (n == 0) errno = EPIPE;
+      return -1;
+    }
+  }
 }
 
 }  // namespace ss::platform

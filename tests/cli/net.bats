@@ -305,6 +305,9 @@ EOF
   assert_output --partial "reset"
   run in_ns curl -sSk "https://198.51.100.9:$HTTPS_PORT/"
   assert_failure
+  # A Host that writes an IPv4 address as other parsers read it: neither address nor name.
+  run in_ns curl -s -H "Host: 0x7f.1" "http://198.51.100.9:$HTTP_PORT/"
+  assert_output "ss-net: '0x7f.1:$HTTP_PORT' is not a valid host name"
   # The SNI names the server, whatever address the sandbox connected to: a name that is allowed
   # with another address still goes to the allowed name's address.
   LOG | jq -e -s "map(select(.kind == \"tls\" and .transparent and .sni == \"allowed.test\"
@@ -313,6 +316,135 @@ EOF
     and .reason == "no server name (SNI) in the TLS ClientHello")) | length == 1'
   LOG | jq -e -s "map(select(.kind == \"http\" and .transparent and .host == \"evil.test\"
     and .verdict == \"deny\")) | length == 1"
+}
+
+# raw_proxy REQUEST_LINE: one request, as written, to ss-net's proxy from the test's host; prints
+# the answer's body (what no client would send: addresses in forms curl would rewrite).
+raw_proxy() {
+  in_ns bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}"; printf "%s\r\nHost: x\r\n\r\n" "$2" >&3
+    timeout 10 cat <&3 | sed -n "/^ss-net: /p"' _ "$PROXY" "$1"
+}
+
+# marker: a service of the test's host on every address, IPv4 and IPv6 ($MARK its port), that
+# writes down every connection it gets to $W/marker.hits: what ss-net must never reach.
+marker() {
+  background "$W/marker.port" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.bind(("::", 0))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, peer = s.accept()
+    open(sys.argv[1], "a").write("hit %s\n" % peer[0])
+    c.settimeout(2)
+    try:
+        c.recv(4096)
+        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nthe host says hi\n")
+    except OSError:
+        pass
+    c.close()' "$W/marker.hits"
+  MARK=$(cat "$W/marker.port")
+  # It works: a connection of the host's own is written down.
+  in_ns curl -s "http://127.0.0.1:$MARK/" >/dev/null
+  [ "$(wc -l <"$W/marker.hits")" -eq 1 ]
+}
+
+@test "net: never the host itself nor a sandbox's network, in any mode, whatever the rules and the form of the address" {
+  fake_internet loop.test=::ffff:127.0.0.1 wan.test=::ffff:$HOST_WAN mapped.test=::ffff:$OUTSIDE \
+    nat64.test=64:ff9b::7f00:1 nat64wan.test=64:ff9b::c000:201 sixtofour.test=2002:7f00:1::1 \
+    compat.test=::127.0.0.1 translated.test=::ffff:0:127.0.0.1 \
+    teredo.test=2001:0:cb00:7102:0:f227:80ff:fffe host.test=$HOST_WAN zero.test=0.0.0.0 \
+    v6loop.test=::1 local.test=64:ff9b:1:7f00:0:100::
+  local homes=(loop wan nat64 nat64wan sixtofour compat translated teredo host zero v6loop local)
+  ss net allow allowed.test mapped.test "${homes[@]/%/.test}" --sandbox box >/dev/null
+  serve --proxy 127.0.0.1:0
+  marker
+  # An IPv4-mapped answer is the IPv4 address it maps: this one is the outside.
+  run in_ns curl -sS --proxy "http://$PROXY" "http://mapped.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  # Every other name leads home, in every form: refused, in allowlist and open mode, even with a
+  # rule that names the address.
+  ss net allow 127.0.0.1 "$HOST_WAN" "[::1]" 0.0.0.0/0 "[::]/0" --sandbox box >/dev/null
+  for mode in allowlist open; do
+    ss net mode "$mode" --sandbox box >/dev/null
+    for name in "${homes[@]}"; do
+      run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://$name.test:$MARK/"
+      assert_output --regexp "^ss-net: $name\\.test:$MARK (leads to .*, )?(is )?an address of the host itself, which no sandbox may reach, whatever its rules or mode
+403\$"
+    done
+    # Named directly, by CONNECT and in a URL, in every form.
+    for target in "127.0.0.1:$MARK" "$HOST_WAN:$MARK" "[::ffff:127.0.0.1]:$MARK" "[::1]:$MARK" \
+      "[64:ff9b::7f00:1]:$MARK" "[2002:c000:201::]:$MARK" "0.0.0.0:$MARK" "127.0.0.1:${PROXY##*:}"; do
+      run raw_proxy "CONNECT $target HTTP/1.1"
+      assert_output --partial "an address of the host itself"
+      run raw_proxy "GET http://$target/ HTTP/1.1"
+      assert_output --partial "an address of the host itself"
+    done
+    # IPv4 in the forms other parsers read as 127.0.0.1: neither addresses nor names.
+    for target in 2130706433 0x7f000001 0x7f.1 0177.0.0.1 127.1 127.0.1 017700000001 1.0x7f; do
+      run raw_proxy "CONNECT $target:$MARK HTTP/1.1"
+      assert_output "ss-net: '$target:$MARK' is not a valid host name"
+      run raw_proxy "GET http://$target:$MARK/ HTTP/1.1"
+      assert_output "ss-net: '$target:$MARK' is not a valid host name"
+    done
+  done
+  # The marker heard only its own test; the upstream resolver never heard a numeric name.
+  [ "$(wc -l <"$W/marker.hits")" -eq 1 ]
+  run grep -c -E '^(0x|[0-9])[0-9a-fx.]* ' "$W/dns.queries"
+  assert_output 0
+  LOG | jq -e -s 'map(select(.verdict == "deny" and .rule == "host address")) | length >= 40'
+}
+
+@test "net: the host as its interfaces are at each connection: its addresses, its LAN, its sandboxes' bridges" {
+  fake_internet later.test=198.18.5.5
+  ss net mode open --sandbox box >/dev/null
+  serve --proxy 127.0.0.1:0
+  marker
+  run in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  # The outside becomes part of the host's LAN: refused at once; out of it, reached again.
+  ip -n "$NS" addr add 203.0.113.1/24 dev wan0
+  run in_ns curl -s --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "ss-net: allowed.test:$HTTP_PORT leads to $OUTSIDE, an address on the host or its network, which sandbox 'box' may not reach; to allow it: ss net allow $OUTSIDE"
+  ip -n "$NS" addr del 203.0.113.1/24 dev wan0
+  run in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  # On the LAN, a rule that names it opens it; one for every address does not.
+  ip -n "$NS" addr add 203.0.113.1/24 dev wan0
+  ss net allow 0.0.0.0/0 --sandbox box >/dev/null
+  run in_ns curl -s --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output --partial "an address on the host or its network"
+  ss net allow 203.0.113.0/24 --sandbox box >/dev/null
+  run in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  ip -n "$NS" addr del 203.0.113.1/24 dev wan0
+  # An address becomes the host's own (the marker listens there): refused at once, rule or not;
+  # when it goes, it is tried again (and found unreachable: 502, not 403).
+  ss net allow 198.18.5.5 --sandbox box >/dev/null
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://later.test:$MARK/"
+  assert_output --regexp "^ss-net: cannot connect to 198\.18\.5\.5 port $MARK: .*
+502\$"
+  ip -n "$NS" addr add 198.18.5.5/32 dev lo
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://later.test:$MARK/"
+  assert_output "ss-net: later.test:$MARK leads to 198.18.5.5, an address of the host itself, which no sandbox may reach, whatever its rules or mode
+403"
+  ip -n "$NS" addr del 198.18.5.5/32 dev lo
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" "http://later.test:$MARK/"
+  assert_output --regexp "502\$"
+  # Another sandbox's bridge appears: its network and its gateway are never reached.
+  ip -n "$NS" link add ssn-0e2e5a4d1c type bridge
+  ip -n "$NS" addr add 10.213.0.1/24 dev ssn-0e2e5a4d1c
+  ip -n "$NS" link set ssn-0e2e5a4d1c up
+  ss net allow 10.213.0.0/24 --sandbox box >/dev/null
+  run raw_proxy "CONNECT 10.213.0.5:22 HTTP/1.1"
+  assert_output "ss-net: 10.213.0.5:22 is on 10.213.0.0/24 on ssn-0e2e5a4d1c, a network of the host's sandboxes and containers, which no sandbox may reach, whatever its rules or mode"
+  run raw_proxy "CONNECT [64:ff9b::ad5:5]:22 HTTP/1.1"
+  assert_output "ss-net: 64:ff9b::ad5:5:22 leads to 64:ff9b::ad5:5 (10.213.0.5), on 10.213.0.0/24 on ssn-0e2e5a4d1c, a network of the host's sandboxes and containers, which no sandbox may reach, whatever its rules or mode"
+  run raw_proxy "CONNECT 10.213.0.1:$MARK HTTP/1.1"
+  assert_output --partial "an address of the host itself"
+  [ "$(wc -l <"$W/marker.hits")" -eq 1 ]
 }
 
 @test "net: serve says which listener it cannot bind" {

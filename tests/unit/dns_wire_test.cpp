@@ -87,7 +87,7 @@ TEST(DnsWire, ReadsAddressesFromAnAnswer) {
   a += rr(kDnsTypeA, std::string("\xc6\x33\x64\x03", 4));
   auto addresses = DnsAddresses(a);
   ASSERT_EQ(addresses.size(), 2u);
-  EXPECT_EQ(addresses[0], std::string("\xc6\x33\x64\x02", 4));
+  EXPECT_EQ(addresses[0].ToString(), "198.51.100.2");
   std::string nx = a;
   nx[3] = '\x83';
   EXPECT_TRUE(DnsAddresses(nx).empty());
@@ -103,8 +103,8 @@ TEST(DnsWire, ReadsAddressesFromAnAnswer) {
       }
       if (m.empty()) m = "x";
     }
-    for (const std::string& got : DnsAddresses(m)) {
-      EXPECT_TRUE(got.size() == 4 || got.size() == 16);
+    for (const IpAddress& got : DnsAddresses(m)) {
+      EXPECT_TRUE(got.family == 4 || got.family == 6);
     }
     if (auto p = ParseDnsQuery(m)) {
       EXPECT_LE(p->end, m.size());

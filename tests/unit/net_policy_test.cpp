@@ -1,8 +1,10 @@
 // The egress policy: how rules are read, what they match, and what an allowed name may lead to.
 #include "net_policy.hpp"
 
+#include "dns_wire.hpp"
 #include "error.hpp"
 #include "gtest/gtest.h"
+#include "host_networks.hpp"
 
 namespace ss {
 namespace {
@@ -122,20 +124,196 @@ TEST(NetPolicy, DenyWinsAndModesDecide) {
   EXPECT_EQ(Decide(none, "example.com", 443).rule, "mode none");
 }
 
+// A host as ss-net may find it: loopback, a LAN, a public address of its own on a routed link,
+// a VPN, ss's own bridge for a sandbox and Docker's.
+HostNetworks Host() {
+  auto at = [](std::string name, const char* address, int prefix, bool loopback = false) {
+    return InterfaceAddress{name, loopback, *ParseIpAddress(address), prefix};
+  };
+  return HostNetworksOf({at("lo", "127.0.0.1", 8, true), at("lo", "::1", 128, true),
+                         at("eth0", "192.168.1.10", 24), at("eth0", "2001:db8:1::10", 64),
+                         at("eth1", "203.0.113.5", 32), at("wg0", "198.18.0.2", 24),
+                         at("ssn-1a2b3c4d5e", "10.77.0.1", 24), at("docker0", "172.17.0.1", 16),
+                         at("br-0123456789ab", "fd42::1", 64)});
+}
+
+NetVerdict At(const NetPolicy& p, std::string_view address, int port = 443) {
+  auto ip = ParseIpAddress(address);
+  EXPECT_TRUE(ip) << address;
+  return ip ? DecideAddress(p, *ip, port, Host()) : NetVerdict{};
+}
+
 TEST(NetPolicy, AnAllowedNameNeverLeadsIntoTheHostsNetworks) {
   NetPolicy p = Allow({"example.com", "10.9.0.0/16"}, {}, NetMode::kOpen);
-  for (const char* inside :
-       {"127.0.0.1", "10.1.2.3", "172.17.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-        "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1"}) {
+  for (const char* inside : {"127.0.0.1", "10.1.2.3", "172.17.0.1", "192.168.1.1",
+                             "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "::",
+                             "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1", "64:ff9b:1::1"}) {
     auto ip = ParseIpAddress(inside);
     ASSERT_TRUE(ip) << inside;
     EXPECT_TRUE(IsInternalAddress(*ip)) << inside;
-    EXPECT_FALSE(DecideAddress(p, *ip, 443).allowed) << inside;
+    EXPECT_FALSE(DecideAddress(p, *ip, 443, {}).allowed) << inside;
   }
-  EXPECT_TRUE(DecideAddress(p, *ParseIpAddress("10.9.1.1"), 443).allowed);  // named by a rule
-  EXPECT_TRUE(DecideAddress(p, *ParseIpAddress("198.51.100.2"), 443).allowed);
+  EXPECT_TRUE(DecideAddress(p, *ParseIpAddress("10.9.1.1"), 443, {}).allowed);  // named by a rule
+  EXPECT_TRUE(DecideAddress(p, *ParseIpAddress("198.51.100.2"), 443, {}).allowed);
   NetPolicy denied = Allow({"example.com"}, {"198.51.100.0/24"});
-  EXPECT_FALSE(DecideAddress(denied, *ParseIpAddress("198.51.100.2"), 443).allowed);
+  EXPECT_FALSE(DecideAddress(denied, *ParseIpAddress("198.51.100.2"), 443, {}).allowed);
+}
+
+TEST(NetPolicy, TheHostItselfAndSandboxesAreNeverReachedWhateverTheRulesAndMode) {
+  // Every rule that could name them, in every mode that lets anything through.
+  for (NetMode mode : {NetMode::kAllowlist, NetMode::kOpen}) {
+    NetPolicy p =
+        Allow({"127.0.0.1", "127.0.0.0/8", "192.168.1.10", "203.0.113.5", "10.77.0.0/24",
+               "172.17.0.0/16", "10.0.0.0/8", "0.0.0.0/0", "[::]/0", "[::1]", "[fd42::]/64"},
+              {}, mode);
+    for (const char* own : {"127.0.0.1",
+                            "127.9.9.9",
+                            "0.0.0.0",
+                            "0.1.2.3",
+                            "::1",
+                            "::",
+                            "::ffff:127.0.0.1",
+                            "::ffff:7f00:2",
+                            "::127.0.0.1",
+                            "::ffff:0:127.0.0.1",
+                            "64:ff9b::127.0.0.1",
+                            "64:ff9b::7f00:1",
+                            "2002:7f00:1::1",
+                            "2001:0:c633:6402:0:f227:80ff:fffe",
+                            "64:ff9b:1:7f00:0:100::",
+                            "192.168.1.10",
+                            "::ffff:192.168.1.10",
+                            "203.0.113.5",
+                            "64:ff9b::cb00:7105",
+                            "2002:cb00:7105::",
+                            "198.18.0.2",
+                            "2001:db8:1::10"}) {
+      NetVerdict v = At(p, own);
+      EXPECT_FALSE(v.allowed) << own;
+      EXPECT_EQ(v.rule, "host address") << own;
+    }
+    for (const char* sandbox :
+         {"10.77.0.2", "10.77.0.1" /* the gateway: the host's */, "::ffff:10.77.0.2",
+          "64:ff9b::a4d:2", "2002:a4d:2::", "172.17.0.2", "::ffff:0:172.17.5.5", "fd42::5"}) {
+      NetVerdict v = At(p, sandbox);
+      EXPECT_FALSE(v.allowed) << sandbox;
+      EXPECT_NE(v.rule.find(sandbox == std::string("10.77.0.1") ? "host" : "sandbox"),
+                std::string::npos)
+          << sandbox << ": " << v.rule;
+    }
+  }
+  NetVerdict v = At(Allow({}, {}, NetMode::kOpen), "64:ff9b::a4d:7", 22);
+  EXPECT_EQ(v.rule, "sandbox network");
+  EXPECT_EQ(v.address, "10.77.0.7");
+  EXPECT_EQ(v.network, "10.77.0.0/24 on ssn-1a2b3c4d5e");
+  v = At(Allow({}, {}, NetMode::kOpen), "::ffff:127.0.0.1");
+  EXPECT_EQ(v.address, "127.0.0.1");
+  // Past the host: the internet, and through NAT64 or 6to4 to it.
+  for (const char* outside : {"198.51.100.2", "64:ff9b::c633:6402", "2002:c633:6402::1",
+                              "2001:db8:2::1", "203.0.113.6"}) {
+    EXPECT_TRUE(At(Allow({}, {}, NetMode::kOpen), outside).allowed) << outside;
+    EXPECT_EQ(At(Allow({}), outside).rule, "public address") << outside;
+  }
+  EXPECT_FALSE(At(Allow({}, {}, NetMode::kNone), "198.51.100.2").allowed);
+}
+
+TEST(NetPolicy, TheHostsLanOnlyByARuleThatNamesItAndDenyRulesSeeEveryForm) {
+  NetPolicy open = Allow({}, {}, NetMode::kOpen);
+  for (const char* lan : {"192.168.1.20", "198.18.0.7", "2001:db8:1::20", "64:ff9b::c0a8:114",
+                          "::ffff:198.18.0.7", "10.1.2.3", "64:ff9b::a01:203"}) {
+    NetVerdict v = At(open, lan);
+    EXPECT_FALSE(v.allowed) << lan;
+    EXPECT_EQ(v.rule, "internal address") << lan;
+  }
+  EXPECT_EQ(At(open, "64:ff9b::c0a8:114").address, "192.168.1.20");
+  // A rule inside the network opens it; one that merely covers everything does not.
+  for (const char* rule :
+       {"192.168.1.20", "192.168.1.20:443", "192.168.1.0/24", "192.168.0.0/16"}) {
+    EXPECT_TRUE(At(Allow({rule}, {}, NetMode::kOpen), "192.168.1.20").allowed) << rule;
+    EXPECT_TRUE(At(Allow({rule}), "64:ff9b::c0a8:114").allowed) << rule;
+  }
+  EXPECT_FALSE(At(Allow({"192.168.1.20:22"}), "192.168.1.20", 443).allowed);
+  EXPECT_TRUE(At(Allow({"198.18.0.0/24"}), "198.18.0.7").allowed);
+  EXPECT_FALSE(At(Allow({"198.18.0.0/15"}), "198.18.0.7").allowed);  // wider than the LAN
+  EXPECT_EQ(At(Allow({"198.18.0.0/24"}), "198.18.0.7").rule, "allow 198.18.0.0/24");
+  for (const char* wide : {"0.0.0.0/0", "192.0.0.0/2", "[::]/0"}) {
+    EXPECT_FALSE(At(Allow({wide}, {}, NetMode::kOpen), "192.168.1.20").allowed) << wide;
+    EXPECT_FALSE(At(Allow({wide}, {}, NetMode::kOpen), "2001:db8:1::20").allowed) << wide;
+  }
+  // A denied address is denied however it is written.
+  NetPolicy denied = Allow({}, {"198.51.100.2"}, NetMode::kOpen);
+  for (const char* form :
+       {"198.51.100.2", "::ffff:198.51.100.2", "64:ff9b::c633:6402",
+        "2002:c633:6402::", "::198.51.100.2", "::ffff:0:198.51.100.2", "2001:0:c633:6402::"}) {
+    NetVerdict v = At(denied, form);
+    EXPECT_FALSE(v.allowed) << form;
+    EXPECT_EQ(v.rule, "deny 198.51.100.2") << form;
+  }
+}
+
+TEST(NetPolicy, AnAnswerOfTheResolverIsDecidedAsTheAddressItMaps) {
+  // What Resolve() reads: an AAAA record of ::ffff:127.0.0.1, and one of ::ffff:10.77.0.2.
+  std::string answer = DnsQuery(7, "allowed.test", kDnsTypeAaaa);
+  answer[2] = '\x81';
+  answer[3] = '\x80';
+  answer[7] = 2;
+  for (int last : {1, 2}) {
+    std::string data(16, '\0');
+    data[10] = data[11] = '\xff';
+    data[12] = last == 1 ? 127 : 10;
+    data[13] = last == 1 ? 0 : 77;
+    data[15] = static_cast<char>(last);
+    answer += std::string("\xc0\x0c\0\x1c\0\1\0\0\0\x3c\0\x10", 12) + data;
+  }
+  auto addresses = DnsAddresses(answer);
+  ASSERT_EQ(addresses.size(), 2u);
+  EXPECT_EQ(addresses[0].family, 4);
+  NetPolicy p = Allow({"allowed.test"}, {}, NetMode::kOpen);
+  EXPECT_EQ(DecideAddress(p, addresses[0], 443, Host()).rule, "host address");
+  EXPECT_EQ(DecideAddress(p, addresses[1], 443, Host()).rule, "sandbox network");
+}
+
+TEST(HostNetworks, ReadFromTheInterfaces) {
+  HostNetworks h = Host();
+  auto has = [](const std::vector<HostNetwork>& list, std::string_view network) {
+    for (const HostNetwork& n : list) {
+      if (n.network.ToString() == network) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has(h.own, "127.0.0.0/8"));
+  EXPECT_TRUE(has(h.own, "192.168.1.10/32"));
+  EXPECT_TRUE(has(h.own, "10.77.0.1/32"));
+  EXPECT_TRUE(has(h.sandboxes, "10.77.0.0/24"));
+  EXPECT_TRUE(has(h.sandboxes, "172.17.0.0/16"));
+  EXPECT_TRUE(has(h.sandboxes, "fd42::/64"));
+  EXPECT_TRUE(has(h.local, "192.168.1.0/24"));
+  EXPECT_TRUE(has(h.local, "2001:db8:1::/64"));
+  EXPECT_FALSE(has(h.local, "203.0.113.5/32"));  // a routed /32: its own address, no network
+  EXPECT_TRUE(IsSandboxInterface("ssn-0123456789"));
+  EXPECT_TRUE(IsSandboxInterface("lxdbr0"));
+  EXPECT_TRUE(IsSandboxInterface("podman1"));
+  EXPECT_FALSE(IsSandboxInterface("eth0"));
+  EXPECT_FALSE(IsSandboxInterface("wlp2s0"));
+  // The far end of a point-to-point link is on the host's network, not the host.
+  HostNetworks tunnel =
+      HostNetworksOf({{"ppp0", false, *ParseIpAddress("100.70.0.2"), 32},
+                      {"ppp0", false, *ParseIpAddress("198.51.100.1"), 32, /*peer=*/true}});
+  EXPECT_TRUE(has(tunnel.own, "100.70.0.2/32"));
+  EXPECT_FALSE(has(tunnel.own, "198.51.100.1/32"));
+  EXPECT_TRUE(has(tunnel.local, "198.51.100.1/32"));
+  // And this machine's, as the kernel has them: loopback is the host's.
+  HostNetworksWatch watch;
+  const HostNetworks& now = watch.Current();
+  NetPolicy open = Allow({"127.0.0.1"}, {}, NetMode::kOpen);
+  EXPECT_EQ(DecideAddress(open, *ParseIpAddress("127.0.0.1"), 80, now).rule, "host address");
+  std::vector<InterfaceAddress> read = ReadInterfaceAddresses();
+  ASSERT_FALSE(read.empty());
+  for (const InterfaceAddress& a : read) {
+    if (a.peer) continue;
+    EXPECT_EQ(DecideAddress(open, a.address, 80, watch.Current()).rule, "host address")
+        << a.interface << " " << a.address.ToString();
+  }
 }
 
 TEST(NetPolicy, JsonRoundTripAndDamage) {
