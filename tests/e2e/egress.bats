@@ -13,7 +13,16 @@ load helpers
 setup_file() {
   export SS_E2E_BACKEND=${SS_E2E_BACKEND:-docker}
   e2e_sandbox_file eg
-  fake_internet_up allowed.test evil.test config.test
+  fake_internet_env
+  [ -n "$(host_address)" ]
+  # Names that lead home (the host's loopback, its link to the outside, an address of its own
+  # interfaces, another sandbox), in every form an address can take, and one that leads out.
+  fake_internet_up allowed.test evil.test config.test loop.test=::ffff:127.0.0.1 \
+    "link.test=::ffff:$FI_NET.1" nat64.test=64:ff9b::7f00:1 "nat64link.test=64:ff9b::$FI_NET.1" \
+    sixtofour.test=2002:7f00:1::1 compat.test=::127.0.0.1 "own.test=$(host_address)" \
+    "own6.test=::ffff:$(host_address)" "sibling.test=$FI_NET.130" \
+    "sibling6.test=64:ff9b::$FI_NET.130" "mapped.test=::ffff:$FI_OUTSIDE"
+  sibling_up
   # A variable of the user's that ss's long-lived processes must not keep.
   export EGRESS_TEST_PRIVATE="private-$$"
   # A service of the host's on every address: the sandbox must not reach it.
@@ -29,6 +38,62 @@ teardown_file() {
   fake_internet_env
   e2e_sandbox_remove
   fake_internet_down
+  sibling_down
+}
+
+# host_address: an IPv4 address of the host's own interfaces (not the stand-in's, not a
+# sandbox's): what a name or a CONNECT may try to reach the host's services at.
+host_address() {
+  ip -4 -o addr show scope global | awk '$2 !~ /^(ssn-|ssfi|docker|br-|lxdbr|ssbr)/ {print $4}' |
+    cut -d/ -f1 | head -1
+}
+
+# sibling_up: what the host sees of another sandbox (a bridge of ss's kind, ssn-…, its address
+# $FI_NET.129/25 from the stand-in's /24, and a container at $FI_NET.130 in a network namespace),
+# and the marker: a service of the host's on every address and of the other sandbox, each
+# writing down every connection it gets ($FI_DIR/marker.hits): what ss-net must never reach.
+sibling_up() {
+  local br="ssn-e2e$$" ns="ss-sib-$$" link="sssib$$"
+  echo "$br $ns" >"$FI_DIR/sibling"
+  ip link add "$br" type bridge
+  ip addr add "$FI_NET.129/25" dev "$br"
+  ip link set "$br" up
+  ip netns add "$ns"
+  ip link add "${link:0:15}" type veth peer name eth0 netns "$ns"
+  ip link set "${link:0:15}" master "$br" up
+  ip -n "$ns" addr add "$FI_NET.130/25" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+  local marker='
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[2])))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, peer = s.accept()
+    open(sys.argv[1], "a").write("hit %s\n" % peer[0])
+    c.close()'
+  python3 -c "$marker" "$FI_DIR/marker.hits" 0 >"$FI_DIR/marker.port" 3>&- &
+  echo $! >>"$FI_DIR/pids"
+  for _ in $(seq 50); do [ -s "$FI_DIR/marker.port" ] && break; sleep 0.1; done
+  ip netns exec "$ns" python3 -c "$marker" "$FI_DIR/marker.hits" "$(cat "$FI_DIR/marker.port")" \
+    >"$FI_DIR/sibling.port" 3>&- &
+  echo $! >>"$FI_DIR/pids"
+  for _ in $(seq 50); do [ -s "$FI_DIR/sibling.port" ] && break; sleep 0.1; done
+  # Both work: a connection of the host's own to each is written down.
+  python3 -c 'import socket, sys
+for a in sys.argv[2:]: socket.create_connection((a, int(sys.argv[1])), timeout=5).close()' \
+    "$(cat "$FI_DIR/marker.port")" 127.0.0.1 "$FI_NET.130"
+  for _ in $(seq 50); do [ "$(wc -l <"$FI_DIR/marker.hits")" -ge 2 ] && break; sleep 0.1; done
+}
+sibling_down() {
+  local br ns
+  read -r br ns <"$FI_DIR/sibling" 2>/dev/null || return 0
+  ip netns del "$ns" 2>/dev/null || true
+  ip link del "$br" 2>/dev/null || true
 }
 
 setup() {
@@ -288,6 +353,81 @@ EOF
   # And the refusals are in the log, with their reason.
   run ss net log --json --sandbox "$SANDBOX"
   echo "$output" | jq -e -s 'map(select(.verdict != "allow" and .destination == "evil.test")) | length >= 2'
+}
+
+# raw_connect TARGET: a CONNECT as written (no client rewrites it) from inside, as root, to the
+# proxy: the last status or ss-net line of the answer.
+raw_connect() {
+  local proxy
+  proxy=$(proxy_url)
+  proxy=${proxy#http://}
+  as_root python3 - "${proxy%:*}" "${proxy##*:}" "$1" <<'EOF'
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[3]).encode())
+data = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+lines = data.decode(errors="replace").splitlines()
+print([l for l in lines if l.startswith("ss-net:") or l.startswith("HTTP/")][-1])
+EOF
+}
+
+@test "egress: names and addresses that lead home are refused after every translation, in every mode" {
+  proxy=$(proxy_url)
+  mark=$(cat "$FI_DIR/marker.port")
+  hits=$(wc -l <"$FI_DIR/marker.hits")
+  [ "$hits" -eq 2 ]
+  read -r bridge _ <"$FI_DIR/sibling"
+  local home=(loop link nat64 nat64link sixtofour compat own own6)
+  ss net allow "${home[@]/%/.test}" sibling.test sibling6.test mapped.test --sandbox "$SANDBOX" >/dev/null
+  # An IPv4-mapped answer is the IPv4 address it maps: this one is the outside.
+  run in_sandbox curl -sS -m 10 --proxy "$proxy" http://mapped.test/
+  assert_output "outside says hi"
+  # Rules that name the host's addresses open nothing either.
+  local rules=(127.0.0.1 "[::1]" "[64:ff9b::7f00:1]" 0.0.0.0 "$FI_NET.1" "$(host_address)" "$FI_NET.128/25")
+  if ! on_qemu; then
+    gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
+    rules+=("$gateway")
+  fi
+  ss net allow "${rules[@]}" --sandbox "$SANDBOX" >/dev/null
+  for mode in allowlist open; do
+    ss net mode "$mode" --sandbox "$SANDBOX" >/dev/null
+    for name in "${home[@]}"; do
+      run in_sandbox curl -s -m 10 --proxy "$proxy" "http://$name.test:$mark/"
+      assert_output --regexp "^ss-net: $name\\.test:$mark leads to .*, an address of the host itself, which no sandbox may reach, whatever its rules or mode\$"
+    done
+    for name in sibling sibling6; do
+      run in_sandbox curl -s -m 10 --proxy "$proxy" "http://$name.test:$mark/"
+      assert_output --regexp "^ss-net: $name\\.test:$mark leads to .*, on ${FI_NET//./\\.}\\.128/25 on $bridge, a network of the host's sandboxes and containers"
+    done
+    # Named directly: the host's addresses, ss-net's own port, the other sandbox and its bridge.
+    local targets=("$(host_address):$mark" "$FI_NET.1:$mark" "127.0.0.1:$mark" "[::1]:$mark"
+      "[::ffff:127.0.0.1]:$mark" "[64:ff9b::7f00:1]:$mark" "0.0.0.0:$mark" "$FI_NET.129:$mark")
+    if ! on_qemu; then
+      targets+=("$gateway:$mark" "$gateway:$(jq -r '.ready.proxy[0]' "$(serve_record)" | sed 's/.*://')")
+    fi
+    for target in "${targets[@]}"; do
+      run raw_connect "$target"
+      assert_output --regexp "^ss-net: .*an address of the host itself"
+    done
+    run raw_connect "$FI_NET.130:$mark"
+    assert_output --partial "a network of the host's sandboxes and containers"
+    for target in 2130706433 0x7f.1 0177.0.0.1 127.1; do
+      run raw_connect "$target:$mark"
+      assert_output "ss-net: '$target:$mark' is not a valid host name"
+    done
+  done
+  ss net mode allowlist --sandbox "$SANDBOX" >/dev/null
+  # Nothing reached the host's service or the other sandbox's.
+  sleep 0.5
+  [ "$(wc -l <"$FI_DIR/marker.hits")" -eq "$hits" ]
+  run ss net log --json --sandbox "$SANDBOX"
+  echo "$output" | jq -e -s 'map(select(.verdict == "deny" and .rule == "host address")) | length >= 30'
+  echo "$output" | jq -e -s 'map(select(.verdict == "deny" and .rule == "sandbox network")) | length >= 6'
 }
 
 @test "egress: ss net allow counts at once; with ss-net gone nothing passes until ss starts it again" {
