@@ -638,14 +638,14 @@ EOF
 
 @test "net: connections over the sandbox's share are refused with the reason; out of descriptors it waits, never spins, then serves" {
   fake_internet
-  ss net allow allowed.test 127.0.0.1 --sandbox box >/dev/null
+  ss net allow allowed.test --sandbox box >/dev/null
   serve --proxy 127.0.0.1:0 --connections 3
   local pid=${PIDS[-1]} before after waiting
   # Its soft limit of open files was raised to the hard one.
   [ "$(awk '/Max open files/ {print $4}' "/proc/$pid/limits")" = \
     "$(awk '/Max open files/ {print $5}' "/proc/$pid/limits")" ]
   # Three held connections take the share: a fourth is closed at once, and the log says why.
-  run python3 - "${PROXY%:*}" "${PROXY##*:}" <<'EOF'
+  run in_ns python3 - "${PROXY%:*}" "${PROXY##*:}" <<'EOF'
 import socket, sys, time
 held = [socket.create_connection((sys.argv[1], int(sys.argv[2]))) for _ in range(3)]
 time.sleep(0.3)
@@ -657,12 +657,12 @@ EOF
   assert_output "closed True"
   LOG | jq -e -s 'map(select(.verdict == "deny" and (.reason | test("sandbox .box. is over its share of 3 connections and lookups at once")))) | length >= 1'
   # Released, they serve again.
-  run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  run in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
   assert_output "hello from outside"
   # Out of descriptors (its soft limit lowered below the ones it holds): a connection waits in
   # the queue while ss-net retries, slower each time, at a few percent of a CPU at most.
   prlimit --pid "$pid" --nofile=4:
-  curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/" >"$W/waited" 2>&1 3>&- &
+  in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/" >"$W/waited" 2>&1 3>&- &
   waiting=$!
   before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   sleep 2
@@ -674,7 +674,7 @@ EOF
   prlimit --pid "$pid" --nofile=4096:
   wait "$waiting"
   assert_equal "$(cat "$W/waited")" "hello from outside"
-  run curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  run in_ns curl -sS --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
   assert_output "hello from outside"
 }
 
