@@ -65,6 +65,49 @@ std::string Hex(const std::string& bytes) {
 
 }  // namespace
 
+struct Sha256Stream::Ctx {
+  CtxPtr ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
+};
+
+Sha256Stream::Sha256Stream() : ctx_(new Ctx) {
+  EVP_DigestInit_ex(ctx_->ctx.get(), EVP_sha256(), nullptr);
+}
+Sha256Stream::~Sha256Stream() { delete ctx_; }
+
+void Sha256Stream::Update(std::string_view data) {
+  EVP_DigestUpdate(ctx_->ctx.get(), data.data(), data.size());
+}
+
+void Sha256Stream::UpdateZeros(int64_t n) {
+  static const char zeros[1 << 16] = {};
+  while (n > 0) {
+    size_t take = static_cast<size_t>(std::min<int64_t>(n, sizeof zeros));
+    EVP_DigestUpdate(ctx_->ctx.get(), zeros, take);
+    n -= static_cast<int64_t>(take);
+  }
+}
+
+void Sha256Stream::UpdateFd(int fd, int64_t offset, int64_t length, const std::string& what) {
+  char buf[1 << 16];
+  while (length > 0) {
+    ssize_t n =
+        ::pread(fd, buf, static_cast<size_t>(std::min<int64_t>(length, sizeof buf)), offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(kExitIoErr, Cat("cannot read ", what, ": ", std::strerror(errno)));
+    if (n == 0) throw Error(kExitIoErr, Cat("cannot read ", what, ": it ended early"));
+    EVP_DigestUpdate(ctx_->ctx.get(), buf, static_cast<size_t>(n));
+    offset += n;
+    length -= n;
+  }
+}
+
+std::string Sha256Stream::Hex() {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_->ctx.get(), out, &len);
+  return ss::Hex(std::string(reinterpret_cast<char*>(out), len));
+}
+
 std::string Sha256Hex(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

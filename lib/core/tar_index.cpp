@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "strings.hpp"
 
@@ -86,7 +87,14 @@ struct Pax {
   std::optional<std::string> path, link;
   std::optional<int64_t> size;
   std::optional<struct timespec> mtime;
-  bool sparse = false;
+  // GNU's sparse records: format 1.0 (major, minor, name, realsize) is read; any other record
+  // of theirs (the 0.x forms) makes the entry refused.
+  std::optional<int64_t> sparse_major, sparse_minor, sparse_size;
+  std::optional<std::string> sparse_name;
+  bool sparse_other = false;
+  bool sparse() const {
+    return sparse_major || sparse_minor || sparse_size || sparse_name || sparse_other;
+  }
 };
 
 // "LEN key=value\n" records; LEN counts the whole record.
@@ -114,8 +122,17 @@ std::optional<std::string> ParsePax(std::string_view data, Pax& pax) {
     } else if (key == "mtime") {
       pax.mtime = PaxTime(value);
       if (!pax.mtime) return "a pax mtime that is not a time";
+    } else if (key == "GNU.sparse.major" || key == "GNU.sparse.minor" ||
+               key == "GNU.sparse.realsize") {
+      auto v = ParseDecimal(value);
+      if (!v) return "a pax sparse record that is not a number";
+      (key == "GNU.sparse.major"   ? pax.sparse_major
+       : key == "GNU.sparse.minor" ? pax.sparse_minor
+                                   : pax.sparse_size) = v;
+    } else if (key == "GNU.sparse.name") {
+      pax.sparse_name = std::string(value);
     } else if (key.rfind("GNU.sparse.", 0) == 0) {
-      pax.sparse = true;
+      pax.sparse_other = true;
     }
   }
   return std::nullopt;
@@ -146,6 +163,48 @@ class Reader {
 };
 
 int64_t Padded(int64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+
+// The map at the start of a sparse 1.0 entry's data (`stored` bytes from `data`): decimal lines,
+// the number of extents then an offset and a length for each, padded to a block; the extents'
+// data follows, one after the other. Every extent must lie inside the file, after the previous
+// one, and their lengths must add up to what the entry stores after its map.
+std::optional<std::string> SparseMap(const Reader& in, int64_t data, int64_t stored,
+                                     int64_t real_size, TarEntry& e) {
+  std::string text(static_cast<size_t>(std::min(stored, kMaxMeta)), '\0');
+  if (!in.Read(data, text.data(), static_cast<int64_t>(text.size()))) {
+    return "the archive ends inside a sparse map";
+  }
+  size_t at = 0;
+  auto next = [&]() -> std::optional<int64_t> {
+    auto nl = text.find('\n', at);
+    if (nl == std::string::npos) return std::nullopt;
+    auto v = ParseDecimal(std::string_view(text).substr(at, nl - at));
+    at = nl + 1;
+    return v;
+  };
+  auto count = next();
+  if (!count || *count > kMaxMeta / 4) return "a sparse map whose size is wrong";
+  int64_t end = 0, sum = 0;
+  for (int64_t i = 0; i < *count; ++i) {
+    auto offset = next();
+    auto length = next();
+    if (!offset || !length || *offset < end || *length > real_size - *offset) {
+      return "a sparse map that is not in order or not inside the file";
+    }
+    end = *offset + *length;
+    sum += *length;
+    e.extents.push_back({*offset, *length, 0});
+  }
+  int64_t map = Padded(static_cast<int64_t>(at));
+  if (map > stored || sum != stored - map) return "a sparse map that does not match its data";
+  int64_t pos = data + map;
+  for (auto& x : e.extents) {
+    x.data_offset = pos;
+    pos += x.length;
+  }
+  e.sparse = true;
+  return std::nullopt;
+}
 
 std::vector<TarEntry> Index(const Reader& in) {
   std::vector<TarEntry> entries;
@@ -214,13 +273,21 @@ std::vector<TarEntry> Index(const Reader& in) {
         e.type = TarEntry::kOther;
         break;
     }
-    if (flag == 'S' || pending.sparse) throw Bad{at, "a sparse file"};
+    bool sparse = pending.sparse();
+    if (flag == 'S' || (sparse && (pending.sparse_other || pending.sparse_major != 1 ||
+                                   pending.sparse_minor != 0 || !pending.sparse_name ||
+                                   !pending.sparse_size || e.type != TarEntry::kFile))) {
+      throw Bad{at, "a sparse file in a form other than GNU's 1.0"};
+    }
     std::string name = Text(h, 100);
     if (posix) {
       std::string prefix = Text(h + 345, 155);
       if (!prefix.empty()) name = Cat(prefix, "/", name);
     }
-    e.path = pending.path ? *pending.path : long_name ? *long_name : name;
+    e.path = sparse         ? *pending.sparse_name
+             : pending.path ? *pending.path
+             : long_name    ? *long_name
+                            : name;
     e.link = pending.link ? *pending.link : long_link ? *long_link : Text(h + 157, 100);
     e.size = pending.size ? *pending.size : *size;
     e.mode = static_cast<uint32_t>(*mode & 07777);
@@ -230,6 +297,11 @@ std::vector<TarEntry> Index(const Reader& in) {
     int64_t stored = (e.type == TarEntry::kFile || e.type == TarEntry::kOther) ? e.size : 0;
     if (stored > in.size() - data) throw Bad{at, Cat("'", e.path, "' is longer than the archive")};
     if (e.type != TarEntry::kFile) e.size = 0;
+    e.stored = stored;
+    if (sparse) {
+      if (auto why = SparseMap(in, data, stored, *pending.sparse_size, e)) throw Bad{at, *why};
+      e.size = *pending.sparse_size;
+    }
     at = data + Padded(stored);
     entries.push_back(std::move(e));
     pending = Pax{};
@@ -240,6 +312,29 @@ std::vector<TarEntry> Index(const Reader& in) {
 }
 
 }  // namespace
+
+void ForEachRun(const TarEntry& e, const std::function<void(int64_t, int64_t, int64_t)>& chunk,
+                const std::function<void(int64_t, int64_t)>& hole) {
+  if (!e.sparse) {
+    if (e.size > 0) chunk(0, e.data_offset, e.size);
+    return;
+  }
+  int64_t at = 0;
+  for (const auto& x : e.extents) {
+    if (x.offset > at) hole(at, x.offset - at);
+    if (x.length > 0) chunk(x.offset, x.data_offset, x.length);
+    at = x.offset + x.length;
+  }
+  if (e.size > at) hole(at, e.size - at);
+}
+
+std::string EntrySha256Hex(int fd, const TarEntry& e, const std::string& what) {
+  Sha256Stream digest;
+  ForEachRun(
+      e, [&](int64_t, int64_t from, int64_t n) { digest.UpdateFd(fd, from, n, what); },
+      [&](int64_t, int64_t n) { digest.UpdateZeros(n); });
+  return digest.Hex();
+}
 
 std::vector<TarEntry> IndexTar(int fd, const std::string& source) {
   struct stat st {};
