@@ -10,6 +10,7 @@
 
 #include "error.hpp"
 #include "fd.hpp"
+#include "future_tree.hpp"
 #include "platform.hpp"
 #include "strings.hpp"
 
@@ -63,23 +64,6 @@ Fd OpenDir(int root, const std::vector<std::string>& parts, size_t n, bool creat
   return cur;
 }
 
-// Whether a link at `parts` pointing to `target` stays below the first `depth` parts.
-bool LinkInside(const std::vector<std::string>& parts, const std::string& target, int depth) {
-  if (target.empty() || target[0] == '/' || target.find('\0') != std::string::npos) return false;
-  std::vector<std::string> at(parts.begin(), parts.end() - 1);
-  if (static_cast<int>(at.size()) < depth) return false;
-  for (const auto& c : Split(target, '/')) {
-    if (c.empty() || c == ".") continue;
-    if (c == "..") {
-      if (static_cast<int>(at.size()) <= depth) return false;
-      at.pop_back();
-    } else {
-      at.push_back(c);
-    }
-  }
-  return true;
-}
-
 std::string Describe(const TarEntry& e) {
   switch (e.typeflag) {
     case '3':
@@ -125,36 +109,86 @@ void CopyData(int from, int64_t offset, int64_t n, int to, const std::string& wh
   }
 }
 
+// The data of the file entry `e` into `to` (an empty file): each run of data where it belongs,
+// the holes left as holes.
+void WriteEntry(int archive, const TarEntry& e, int to, const std::string& what) {
+  if (!e.sparse) return CopyData(archive, e.data_offset, e.size, to, what);
+  ForEachRun(
+      e,
+      [&](int64_t at, int64_t from, int64_t n) {
+        if (::lseek(to, at, SEEK_SET) < 0) {
+          throw Error(kExitIoErr, Cat("cannot write ", what, ": ", std::strerror(errno)));
+        }
+        CopyData(archive, from, n, to, what);
+      },
+      [](int64_t, int64_t) {});
+  if (::ftruncate(to, e.size) != 0) {
+    throw Error(kExitIoErr, Cat("cannot write ", what, ": ", std::strerror(errno)));
+  }
+}
+
+Fd OpenRoot(const std::string& dest) {
+  Fd root(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root.ok()) {
+    throw Error(errno == ENOENT ? kExitNoInput : kExitIoErr,
+                Cat("cannot write into ", dest, ": ", std::strerror(errno)));
+  }
+  return root;
+}
+
 class Writer {
  public:
   Writer(int archive, const std::string& dest, const CrossingOptions& options)
-      : archive_(archive), dest_(dest), options_(options), umask_(CurrentUmask()) {
-    root_ = Fd(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root_.ok()) {
-      throw Error(errno == ENOENT ? kExitNoInput : kExitIoErr,
-                  Cat("cannot write into ", dest, ": ", std::strerror(errno)));
-    }
+      : archive_(archive),
+        dest_(dest),
+        options_(options),
+        umask_(CurrentUmask()),
+        root_(OpenRoot(dest)),
+        exclude_(options.exclude ? *options.exclude : no_rules_),
+        future_(root_.get(), static_cast<size_t>(std::max(0, options.scope_depth)),
+                options.scope_depth ? "what was pulled" : "the project") {
     struct stat st {};
     if (::geteuid() == 0 && ::fstat(root_.get(), &st) == 0) owner_ = {true, st.st_uid, st.st_gid};
   }
 
-  void Write(const TarEntry& e) {
+  // The path `e` is written at (renamed), or nullopt when it is refused for what it is or where
+  // it goes (links are checked once every entry is known: Write).
+  std::optional<std::vector<std::string>> Admit(const TarEntry& e, size_t index) {
+    index_ = index;
     auto safe = SafeComponents(e.path);
-    if (!safe) return Refuse(e, "an absolute name or one with '..'");
+    if (!safe) return Refuse(e, "an absolute name or one with '..'"), std::nullopt;
     std::vector<std::string> parts = *safe;
-    if (parts.empty()) return;  // "./": the destination itself
+    if (parts.empty()) return std::nullopt;  // "./": the destination itself
     if (options_.only && !options_.only->count(JoinParts(parts, parts.size()))) {
-      return Refuse(e, "not one of the files asked for");
+      return Refuse(e, "not one of the files asked for"), std::nullopt;
     }
     if (options_.rename_from) {
-      if (parts[0] != *options_.rename_from) return Refuse(e, "not below what was asked for");
+      if (parts[0] != *options_.rename_from) {
+        return Refuse(e, "not below what was asked for"), std::nullopt;
+      }
       parts[0] = *options_.rename_to;
     }
-    if (e.type == TarEntry::kOther) return Refuse(e, Describe(e));
-    if (e.type == TarEntry::kHardLink) return Refuse(e, Cat("a hard link to ", Quoted(e.link)));
-    if (e.type == TarEntry::kSymlink && !LinkInside(parts, e.link, options_.scope_depth)) {
-      return Refuse(e, Cat("a symbolic link to ", Quoted(e.link), ", outside ",
-                           options_.scope_depth ? "what was pulled" : "the project"));
+    if (auto why = exclude_.Why(parts, e.type == TarEntry::kDirectory)) {
+      return Refuse(e, *why), std::nullopt;
+    }
+    if (e.type == TarEntry::kOther) return Refuse(e, Describe(e)), std::nullopt;
+    if (e.type == TarEntry::kHardLink) {
+      return Refuse(e, Cat("a hard link to ", Quoted(e.link))), std::nullopt;
+    }
+    future_.Add(parts,
+                e.type == TarEntry::kDirectory ? FutureTree::Kind::kDirectory
+                : e.type == TarEntry::kSymlink ? FutureTree::Kind::kSymlink
+                                               : FutureTree::Kind::kFile,
+                e.link);
+    return parts;
+  }
+
+  void Write(const TarEntry& e, const std::vector<std::string>& parts, size_t index) {
+    index_ = index;
+    if (e.type == TarEntry::kSymlink) {
+      if (auto why = future_.LinkRefusal(parts, e.link)) {
+        return Refuse(e, Cat("a symbolic link to ", Quoted(e.link), ", ", *why));
+      }
     }
     std::string why;
     Fd parent = OpenDir(root_.get(), parts, parts.size() - 1, true, umask_, owner_, &why);
@@ -168,7 +202,8 @@ class Writer {
         return Refuse(e, "on the host it is a file or a symbolic link, not a directory");
       }
       if (!exists) {
-        if (::mkdirat(parent.get(), name.c_str(), ((e.mode & 0777) | 0700) & ~umask_) != 0) {
+        mode_t mode = options_.exec_bit_only ? 0777 : ((e.mode & 0777) | 0700);
+        if (::mkdirat(parent.get(), name.c_str(), mode & ~umask_) != 0) {
           Fail(rel);
         }
         if (owner_.chown) Chown(parent.get(), name);
@@ -189,9 +224,9 @@ class Writer {
                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!out.ok()) Fail(rel);
       try {
-        CopyData(archive_, e.data_offset, e.size, out.get(), Cat(dest_, "/", rel));
+        WriteEntry(archive_, e, out.get(), Cat(dest_, "/", rel));
         struct timespec times[2] = {{0, UTIME_OMIT}, e.mtime};
-        if (::fchmod(out.get(), e.mode & 0777 & ~umask_) != 0 ||
+        if (::fchmod(out.get(), Mode(e, exists ? &there : nullptr)) != 0 ||
             (owner_.chown && ::fchown(out.get(), owner_.uid, owner_.gid) != 0) ||
             ::futimens(out.get(), times) != 0) {
           Fail(rel);
@@ -200,7 +235,7 @@ class Writer {
         ::unlinkat(parent.get(), tmp.c_str(), 0);
         throw;
       }
-      report_.bytes += e.size;
+      report_.bytes += e.sparse ? e.stored : e.size;
     }
     if (::renameat(parent.get(), tmp.c_str(), parent.get(), name.c_str()) != 0) {
       int err = errno;
@@ -218,6 +253,10 @@ class Writer {
       struct timespec times[2] = {{0, UTIME_OMIT}, it->mtime};
       if (dir.ok()) (void)::futimens(dir.get(), times);
     }
+    // Refusals in the order of the stream, whichever pass made them.
+    std::stable_sort(refused_.begin(), refused_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& r : refused_) report_.refused.push_back(std::move(r.second));
     return std::move(report_);
   }
 
@@ -227,8 +266,21 @@ class Writer {
     struct timespec mtime;
   };
 
+  // A file's permission bits on the host (see CrossingOptions::exec_bit_only); `there` is what
+  // the host has at its name.
+  mode_t Mode(const TarEntry& e, const struct stat* there) const {
+    if (!options_.exec_bit_only) return e.mode & 0777 & ~umask_;
+    // A new file: what the umask allows, narrowed (never widened) by the sandbox's read and
+    // write bits, so that a file the agent kept private stays so; the owner may always read and
+    // write it.
+    mode_t mode = there && S_ISREG(there->st_mode) ? there->st_mode & 0777
+                                                   : 0666 & ~umask_ & ((e.mode & 0666) | 0600);
+    if (e.mode & 0111) return mode | ((mode & 0444) >> 2);
+    return mode & ~static_cast<mode_t>(0111);
+  }
+
   void Refuse(const TarEntry& e, std::string why) {
-    report_.refused.push_back({e.path, std::move(why)});
+    refused_.push_back({index_, {e.path, std::move(why)}});
   }
   [[noreturn]] void Fail(const std::string& rel) {
     throw Error(kExitIoErr, Cat("cannot write ", dest_, "/", rel, ": ", std::strerror(errno)));
@@ -244,7 +296,12 @@ class Writer {
   Fd root_;
   Owner owner_;
   unsigned serial_ = 0;
+  ExcludeRules no_rules_;
+  const ExcludeRules& exclude_;
+  FutureTree future_;
   std::vector<Dir> dirs_;
+  size_t index_ = 0;  // of the entry at hand, in the stream
+  std::vector<std::pair<size_t, Refusal>> refused_;
   CrossingReport report_;
 };
 
@@ -264,7 +321,13 @@ std::optional<std::vector<std::string>> SafeComponents(const std::string& path) 
 CrossingReport CrossInto(int archive_fd, const std::vector<TarEntry>& entries,
                          const std::string& dest, const CrossingOptions& options) {
   Writer w(archive_fd, dest, options);
-  for (const auto& e : entries) w.Write(e);
+  // Every entry is known before any link is judged: a link arriving later in the stream may be
+  // on another one's way.
+  std::vector<std::pair<size_t, std::vector<std::string>>> admitted;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (auto parts = w.Admit(entries[i], i)) admitted.emplace_back(i, std::move(*parts));
+  }
+  for (const auto& [i, parts] : admitted) w.Write(entries[i], parts, i);
   return w.Finish();
 }
 

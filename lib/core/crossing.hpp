@@ -6,10 +6,16 @@
 //   followed; absolute names, '..' and empty names are refused;
 // - regular files are written beside their name and renamed over it, so a link or a hard link
 //   already there is replaced, never written through;
-// - symbolic links are written only when their target stays inside `scope`; device nodes, fifos,
-//   sockets and hard links are refused; every refusal is listed, the rest is written;
-// - setuid, setgid and sticky bits are dropped and the user's umask applies; under root, what is
-//   written is given to the destination's owner;
+// - symbolic links are written only when their target, followed through the tree as it will
+//   stand (future_tree.hpp), stays inside `scope`; device nodes, fifos, sockets and hard links
+//   are refused; every refusal is listed, the rest is written;
+// - nothing is written in a `.git` folder (any letter case, at any depth), nor what the
+//   exclusion rules name (exclude_rules.hpp): the host decides, whatever the sandbox's rsync
+//   listed;
+// - setuid, setgid and sticky bits are dropped and the user's umask applies (for apply, only the
+//   executable bit comes from the sandbox); under root, what is written is given to the
+//   destination's owner;
+// - sparse files (tar_index.hpp) are written sparse: their holes take no space on the host;
 // - nothing is created above the destination: the caller names an existing directory.
 #pragma once
 
@@ -21,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "exclude_rules.hpp"
 #include "fd.hpp"
 #include "tar_index.hpp"
 
@@ -35,6 +42,13 @@ struct CrossingOptions {
   // How many leading components a symbolic link may not climb out of: 0 keeps links inside the
   // destination, 1 inside the top directory written (a pulled tree).
   int scope_depth = 0;
+  // Paths refused besides '.git' (sync.exclude for apply); none when null.
+  const ExcludeRules* exclude = nullptr;
+  // Modes decided on the host from the executable bit alone (apply): an existing file keeps its
+  // mode but for its x bits; a new one gets 0666 less the umask, less the group and other bits
+  // the sandbox's mode lacks (it may narrow, never widen); executable means x wherever r is.
+  // Otherwise (pull) the sandbox's permission bits less setuid, setgid, sticky and umask.
+  bool exec_bit_only = false;
 };
 
 struct Refusal {

@@ -1,6 +1,8 @@
 // The crossing from a sandbox to the host: archives made by GNU tar and archives made by hand as
 // a hostile sandbox would, written beneath a destination next to a canary tree that must never
-// change.
+// change. Links are judged by where they lead in the tree as it will stand (chains, links that
+// arrive after the one that uses them, links already on the host); '.git' and excluded paths
+// never land; modes come from the host; sparse files stay sparse.
 #include "crossing.hpp"
 
 #include <fcntl.h>
@@ -11,7 +13,9 @@
 #include <cstring>
 #include <random>
 
+#include "digest.hpp"
 #include "error.hpp"
+#include "exclude_rules.hpp"
 #include "fs.hpp"
 #include "gtest/gtest.h"
 #include "platform.hpp"
@@ -315,6 +319,294 @@ TEST_F(CrossingTest, FuzzedArchivesNeverEscape) {
   std::vector<std::string> names = ListDir(tmp.path());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"canary", "dest"}));
+}
+
+// The issue's reproduction: y climbs back to the top (inside), and esc climbs through y as if
+// y were a folder. Text says esc stays below a/.../j; the kernel follows y first and lands
+// outside. Both orders of the stream.
+TEST_F(CrossingTest, ALinkThroughALinkIsFollowedAsTheKernelFollowsIt) {
+  std::string deep = "a/b/c/d/e/f/g/h/i/j";
+  std::string esc = deep + "/y/../../../../../../../../../../../tmp/target";
+  for (bool y_first : {true, false}) {
+    TempDir d;
+    dest = d.path();
+    TarBuilder t;
+    if (y_first) t.Add(deep + "/y", '2', 0777, "", "../../../../../../../../../..");
+    t.Add("esc", '2', 0777, "", esc);
+    if (!y_first) t.Add(deep + "/y", '2', 0777, "", "../../../../../../../../../..");
+    CrossingReport r = Cross(t.Done());
+    EXPECT_EQ(Refused(r), std::vector<std::string>{"esc"}) << y_first;
+    EXPECT_FALSE(PathExists(dest + "/esc"));
+    // y itself leads to the top of the project: inside, so it is written.
+    char link[64] = {};
+    EXPECT_GT(::readlink((dest + "/" + deep + "/y").c_str(), link, sizeof link), 0);
+    ASSERT_FALSE(r.refused.empty());
+    EXPECT_NE(r.refused[0].why.find("climbing back out of where 'a/b/c/d/e/f/g/h/i/j/y' leads"),
+              std::string::npos)
+        << r.refused[0].why;
+  }
+  ExpectCanaryUntouched();
+}
+
+TEST_F(CrossingTest, ALinkOnTheHostOnTheWayIsFollowed) {
+  MakeDirs(dest + "/a/sub", 0755);
+  ASSERT_EQ(::symlink("..", (dest + "/a/y").c_str()), 0);            // the top: inside
+  ASSERT_EQ(::symlink(canary.c_str(), (dest + "/out").c_str()), 0);  // the user's, outside
+  CrossingReport r = Cross(TarBuilder()
+                               .Add("esc", '2', 0777, "", "a/y/../canary")
+                               .Add("through", '2', 0777, "", "a/y/a/sub")
+                               .Add("via-out", '2', 0777, "", "out/secret")
+                               .Add("up-out", '2', 0777, "", "a/sub/../../out")
+                               .Done());
+  EXPECT_EQ(Refused(r), (std::vector<std::string>{"esc", "via-out", "up-out"}));
+  char link[64] = {};
+  ASSERT_GT(::readlink((dest + "/through").c_str(), link, sizeof link), 0);
+  EXPECT_STREQ(link, "a/y/a/sub");
+  ExpectCanaryUntouched();
+}
+
+TEST_F(CrossingTest, ChainsOfLinksAreFollowedToTheirEnd) {
+  CrossingReport r = Cross(TarBuilder()
+                               .Add("one", '2', 0777, "", "two")
+                               .Add("two", '2', 0777, "", "three")
+                               .Add("three", '2', 0777, "", "sub/../..")
+                               .Add("sub/", '5', 0755)
+                               .Add("in1", '2', 0777, "", "in2/f")
+                               .Add("in2", '2', 0777, "", "sub")
+                               .Add("loop1", '2', 0777, "", "loop2/x")
+                               .Add("loop2", '2', 0777, "", "loop1")
+                               .Add("self", '2', 0777, "", "self/x")
+                               .Done());
+  EXPECT_EQ(Refused(r),
+            (std::vector<std::string>{"one", "two", "three", "loop1", "loop2", "self"}));
+  for (const auto& x : r.refused) {
+    if (x.path == "loop1" || x.path == "self") {
+      EXPECT_NE(x.why.find("too many symbolic links"), std::string::npos) << x.why;
+    }
+  }
+  struct stat st {};
+  EXPECT_EQ(::lstat((dest + "/in1").c_str(), &st), 0);
+  EXPECT_EQ(::lstat((dest + "/in2").c_str(), &st), 0);
+}
+
+TEST_F(CrossingTest, AbsoluteTargetsAndDotDotAtTheTopAreRefused) {
+  MakeDirs(dest + "/sub/deep", 0755);
+  ASSERT_EQ(::symlink("/etc", (dest + "/host-abs").c_str()), 0);
+  CrossingReport r = Cross(TarBuilder()
+                               .Add("abs", '2', 0777, "", "/etc/passwd")
+                               .Add("up", '2', 0777, "", "..")
+                               .Add("dot-up", '2', 0777, "", "./../dest")
+                               .Add("sub/top", '2', 0777, "", "..")  // the project itself
+                               .Add("sub/up2", '2', 0777, "", "../..")
+                               .Add("sub/deep/back", '2', 0777, "", "../../sub")
+                               .Add("via-abs", '2', 0777, "", "host-abs/passwd")
+                               .Add("empty", '2', 0777, "", "")
+                               .Done());
+  EXPECT_EQ(Refused(r),
+            (std::vector<std::string>{"abs", "up", "dot-up", "sub/up2", "via-abs", "empty"}));
+  struct stat st {};
+  EXPECT_EQ(::lstat((dest + "/sub/top").c_str(), &st), 0);
+  EXPECT_EQ(::lstat((dest + "/sub/deep/back").c_str(), &st), 0);
+  ExpectCanaryUntouched();
+}
+
+// A '..' may climb only out of a real folder: a name that is missing, a file, or one the
+// crossing brings twice in different kinds could be a link by the time the kernel looks.
+TEST_F(CrossingTest, DotDotOutOfSomethingThatIsNotAFolderIsRefused) {
+  AtomicWrite(dest + "/file", "x", 0644);
+  // The links that go through "twice" and "case" come first: what stands there is not known
+  // until the archive's later entries are written, in an order and with refusals of their own.
+  CrossingReport r = Cross(TarBuilder()
+                               .Add("use-twice", '2', 0777, "", "twice/x")
+                               .Add("use-case", '2', 0777, "", "case/x")
+                               .Add("missing", '2', 0777, "", "nope/../file")
+                               .Add("through-file", '2', 0777, "", "file/../file")
+                               .Add("twice", '2', 0777, "", "file")
+                               .Add("twice/", '5', 0755)
+                               .Add("new/dir/", '5', 0755)
+                               .Add("fine", '2', 0777, "", "new/dir/../dir")
+                               .Add("Case", '2', 0777, "", "file")
+                               .Add("case/", '5', 0755)
+                               .Done());
+  std::vector<std::string> refused = Refused(r);
+  for (const char* bad : {"use-twice", "use-case", "missing", "through-file"}) {
+    EXPECT_NE(std::find(refused.begin(), refused.end(), bad), refused.end()) << bad;
+  }
+  EXPECT_EQ(std::find(refused.begin(), refused.end(), "fine"), refused.end());
+}
+
+TEST_F(CrossingTest, GitFoldersNeverLandAndNoLinkLeadsIntoOne) {
+  MakeDirs(dest + "/.git/hooks", 0755);
+  CrossingReport r = Cross(TarBuilder()
+                               .Add(".git/hooks/pre-commit", '0', 0755, "#!/bin/sh\n")
+                               .Add(".git/config", '0', 0644, "[core]\n")
+                               .Add("sub/.GIT/config", '0', 0644, "x")
+                               .Add("vendor/.git/", '5', 0755)
+                               .Add("hooks", '2', 0777, "", ".git/hooks")
+                               .Add("ok", '0', 0644, "ok")
+                               .Done());
+  EXPECT_EQ(r.written, std::vector<std::string>{"ok"});
+  EXPECT_EQ(r.refused.size(), 5u);
+  EXPECT_NE(r.refused[0].why.find(".git"), std::string::npos) << r.refused[0].why;
+  EXPECT_FALSE(PathExists(dest + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(PathExists(dest + "/sub"));
+}
+
+TEST_F(CrossingTest, ExcludedPathsAreRefusedOnTheHost) {
+  ExcludeRules rules({"node_modules", "*.log", "/dist", "build/", "secret/**"});
+  CrossingOptions o;
+  o.exclude = &rules;
+  CrossingReport r = Cross(TarBuilder()
+                               .Add("node_modules/x/index.js", '0', 0644, "x")
+                               .Add("src/app.log", '0', 0644, "x")
+                               .Add("dist/app.js", '0', 0644, "x")
+                               .Add("src/dist/app.js", '0', 0644, "kept: /dist is anchored")
+                               .Add("build", '0', 0644, "kept: build/ is folders only")
+                               .Add("out/build/x", '0', 0644, "x")
+                               .Add("secret/a/b", '0', 0644, "x")
+                               .Done(),
+                           o);
+  EXPECT_EQ(r.written, (std::vector<std::string>{"src/dist/app.js", "build"}));
+  EXPECT_EQ(Refused(r), (std::vector<std::string>{"node_modules/x/index.js", "src/app.log",
+                                                  "dist/app.js", "out/build/x", "secret/a/b"}));
+  EXPECT_NE(r.refused[0].why.find("excluded by sync.exclude ('node_modules')"), std::string::npos)
+      << r.refused[0].why;
+}
+
+TEST(ExcludeRules, RsyncPatternsAsRsyncReadsThem) {
+  ExcludeRules r({"node_modules", "*.o", "/top", "a/b", "logs/", "x/***", "- tmp*", "+ keep.log",
+                  "*.log", "docs/**/gen", "# a comment", ""});
+  auto why = [&](const std::string& path, bool dir = false) {
+    return r.Why(Split(path, '/'), dir).has_value();
+  };
+  EXPECT_TRUE(why("node_modules"));
+  EXPECT_TRUE(why("pkg/node_modules/x/y.js"));
+  EXPECT_TRUE(why("src/main.o"));
+  EXPECT_FALSE(why("src/main.oo"));
+  EXPECT_TRUE(why("top/y"));
+  EXPECT_FALSE(why("sub/top/y"));
+  EXPECT_TRUE(why("a/b"));
+  EXPECT_TRUE(why("z/a/b/c"));
+  EXPECT_FALSE(why("za/b"));
+  EXPECT_TRUE(why("logs", true));
+  EXPECT_FALSE(why("logs"));
+  EXPECT_TRUE(why("logs/today"));
+  EXPECT_TRUE(why("x"));
+  EXPECT_TRUE(why("x/deep/er"));
+  EXPECT_TRUE(why("w/x/y"));  // "x/***" is a path pattern: it matches at any depth
+  EXPECT_TRUE(why("tmpfile"));
+  EXPECT_FALSE(why("keep.log"));
+  EXPECT_TRUE(why("other.log"));
+  EXPECT_TRUE(why("docs/a/b/gen"));
+  EXPECT_FALSE(why("docs/c/d/src"));
+  EXPECT_TRUE(why("docs/a/b/src"));  // "a/b" matches the end of "docs/a/b"
+  EXPECT_FALSE(why("# a comment"));
+  // '.git' in any case at any depth, whatever the list says.
+  EXPECT_TRUE(ExcludeRules().Why({".git", "config"}, false).has_value());
+  EXPECT_TRUE(ExcludeRules().Why({"a", ".Git"}, true).has_value());
+  EXPECT_FALSE(ExcludeRules().Why({"a", ".gitignore"}, false).has_value());
+  EXPECT_FALSE(ExcludeRules().Why({"git"}, false).has_value());
+  // "!" clears what came before.
+  EXPECT_FALSE(ExcludeRules({"*.o", "!"}).Why({"a.o"}, false).has_value());
+}
+
+TEST_F(CrossingTest, ApplyTakesOnlyTheExecutableBitAndKeepsTheHostsMode) {
+  mode_t um = CurrentUmaskForTest();
+  AtomicWrite(dest + "/private", "old", 0600);
+  AtomicWrite(dest + "/was-exec", "old", 0750);
+  CrossingOptions o;
+  o.exec_bit_only = true;
+  CrossingReport r = Cross(TarBuilder()
+                               .Add("private", '0', 0755, "new")
+                               .Add("was-exec", '0', 0644, "new")
+                               .Add("new-exec", '0', 06777, "new")
+                               .Add("new-plain", '0', 0000, "new")
+                               .Add("odd", '0', 0001, "new")
+                               .Add("wide", '0', 0777, "new")
+                               .Done(),
+                           o);
+  EXPECT_TRUE(r.refused.empty());
+  auto mode = [&](const std::string& f) {
+    struct stat st {};
+    EXPECT_EQ(::stat((dest + "/" + f).c_str(), &st), 0);
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode("private"), 0700u);
+  EXPECT_EQ(mode("was-exec"), 0640u);
+  mode_t plain = 0666 & ~um;
+  EXPECT_EQ(mode("new-exec"), plain | ((plain & 0444) >> 2));
+  // The sandbox narrows a new file's bits (0000: the owner's alone), never widens them.
+  EXPECT_EQ(mode("new-plain"), 0600u & ~um);
+  EXPECT_EQ(mode("odd"), (0600u & ~um) | 0100u);  // any x bit makes it executable
+  EXPECT_EQ(mode("wide"), plain | ((plain & 0444) >> 2));
+}
+
+// GNU tar's sparse 1.0 form: the holes cross as a map and stay holes on the host.
+TEST_F(CrossingTest, SparseFilesStaySparse) {
+  std::string src = Cat(tmp.path(), "/src");
+  MakeDirs(src, 0755);
+  {
+    Fd f(::open((src + "/holes").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(f.ok());
+    ASSERT_EQ(::pwrite(f.get(), "start", 5, 0), 5);
+    ASSERT_EQ(::pwrite(f.get(), "middle", 6, 16 << 20), 6);
+    ASSERT_EQ(::ftruncate(f.get(), 32 << 20), 0);
+  }
+  std::string archive = Cat(tmp.path(), "/sparse.tar");
+  RunChecked({"tar", "-C", src, "--format=posix", "--sparse", "-cf", archive, "holes"}, "tar");
+  struct stat st {};
+  ASSERT_EQ(::stat(archive.c_str(), &st), 0);
+  EXPECT_LT(st.st_size, 1 << 20);
+  int fd = Archive(ReadFile(archive));
+  auto entries = IndexTar(fd, "sandbox 'test'");
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(entries[0].sparse);
+  EXPECT_EQ(entries[0].size, 32 << 20);
+  EXPECT_EQ(EntrySha256Hex(fd, entries[0], "x"), Sha256FileHex(src + "/holes"));
+  CrossingReport r = CrossInto(fd, entries, dest, {});
+  EXPECT_EQ(r.written, std::vector<std::string>{"holes"});
+  ASSERT_EQ(::stat((dest + "/holes").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 32 << 20);
+  EXPECT_LT(st.st_blocks * 512, 1 << 20);  // holes, not zeros
+  EXPECT_EQ(Sha256FileHex(dest + "/holes"), Sha256FileHex(src + "/holes"));
+}
+
+TEST_F(CrossingTest, SparseMapsThatLieAreTheSandboxsFault) {
+  auto sparse = [&](const std::string& map, const std::string& data, int64_t real) {
+    std::string body = map;
+    body.append((512 - body.size() % 512) % 512, '\0');
+    body += data;
+    return TarBuilder()
+        .Pax(Record("GNU.sparse.major=1") + Record("GNU.sparse.minor=0") +
+             Record("GNU.sparse.name=f") + Record(Cat("GNU.sparse.realsize=", real)))
+        .Add("GNUSparseFile.1/f", '0', 0644, body)
+        .Done();
+  };
+  // The good one first, to show the others fail for their lie alone.
+  int good = Archive(sparse("2\n0\n3\n100\n2\n", "abcde", 200));
+  auto e = IndexTar(good, "sandbox 'test'");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].path, "f");
+  EXPECT_EQ(e[0].size, 200);
+  for (const auto& bytes : {
+           sparse("2\n0\n3\n100\n3\n", "abcde", 200),  // lengths do not add up
+           sparse("2\n100\n3\n0\n2\n", "abcde", 200),  // out of order
+           sparse("1\n0\n5\n", "abcde", 4),            // past the end of the file
+           sparse("99999999999\n", "", 10),            // a map longer than the archive
+           sparse("x\n", "", 10),                      // not a number
+           TarBuilder()                                // the older 0.1 form
+               .Pax(Record("GNU.sparse.map=0,1") + Record("GNU.sparse.size=1"))
+               .Add("f", '0', 0644, "a")
+               .Done(),
+       }) {
+    int fd = Archive(bytes);
+    try {
+      IndexTar(fd, "sandbox 'test'");
+      ADD_FAILURE() << "accepted a lying sparse map";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), kExitRemote) << err.what();
+    }
+  }
 }
 
 }  // namespace
