@@ -190,7 +190,7 @@ int Sync(const SyncLine& o, const Config& config) {
 // The plan of `source`: its copy in place, every difference decided against the base.
 ApplyPlan Plan(Connection& c, const Config& config, const CopySource& source) {
   PrepareWorkingCopy(c.Get(), config, source, c.sandbox().name());
-  return PlanApply(c.Get(), c.sandbox().name(), source, SandboxLabel(c));
+  return PlanApply(c.Get(), config, c.sandbox().name(), source, SandboxLabel(c));
 }
 
 // What stays on the host because only the user changed it, and why the base may be unknown.
@@ -320,7 +320,8 @@ int Transfer(const SyncLine& o, const Config& config) {
   Connection c(o, config);
   std::string base = RemoteBase(o, config, c);
   TransferResult r = push ? Push(c.Get(), o.args[0], RemotePath(o.args[1], base))
-                          : Pull(c.Get(), RemotePath(o.args[0], base), o.args[1], SandboxLabel(c));
+                          : Pull(c.Get(), RemotePath(o.args[0], base), o.args[1],
+                                 {config.Int("sync.max_size"), SandboxLabel(c)});
   std::cout << (push ? "Pushed " : "Pulled ") << (r.directory ? "directory " : "")
             << (push ? o.args[0] : RemotePath(o.args[0], base)) << " to "
             << (push ? "sandbox:" : "") << r.destination << "\n";

@@ -89,7 +89,7 @@ Version HostVersion(int root, const std::string& path, struct stat* out) {
       return v;
     }
     v.kind = Version::kFile;
-    v.exec = (st.st_mode & S_IXUSR) != 0;
+    v.exec = (st.st_mode & 0111) != 0;  // any x bit, as rsync --executability sees it
     v.digest = Sha256FdHex(fd.get(), 0, -1, Cat("'", path, "' on the host"));
   } else {
     v.kind = Version::kOther;

@@ -27,7 +27,7 @@ namespace ss {
 struct Version {
   enum Kind { kAbsent, kFile, kSymlink, kOther, kUnknown };
   Kind kind = kAbsent;
-  bool exec = false;   // a file's owner-executable bit
+  bool exec = false;   // a file has an executable bit (any of the three)
   std::string digest;  // sha256 of a file's data or a link's target
   // kUnknown equals nothing, kOther (a device, a fifo) nothing but itself unknown.
   bool operator==(const Version& o) const;

@@ -33,6 +33,8 @@ int64_t MaxOpenFiles() { return 1048576; }
 // Tracked connections of a sandbox on the host (its share of the conntrack table).
 int64_t MinConnections() { return 256; }
 int64_t MaxConnections() { return 1048576; }
+int64_t MinTransfer() { return kMiB; }
+int64_t MaxTransfer() { return kTiB; }
 int64_t MinPort() { return 1; }
 int64_t MaxPort() { return 65535; }
 int64_t MinVersion() { return 1; }
@@ -56,6 +58,7 @@ Json DefaultEmptyList() { return Json::array(); }
 Json DefaultNetMode() { return "allowlist"; }
 Json DefaultNetPresets() { return Json::array({"agent", "packages", "github"}); }
 Json DefaultCdpPort() { return 9222; }
+Json DefaultTransfer() { return kGiB; }
 Json DefaultShell() { return "bash"; }
 Json DefaultMode() { return "mount"; }
 Json DefaultAgentBrowser() { return "auto"; }
@@ -144,6 +147,12 @@ std::vector<KeySpec> BuildSchema() {
        .type = ValueType::kStringList,
        .description = "paths ss sync never copies",
        .default_value = DefaultExclude});
+  add({.key = "sync.max_size",
+       .type = ValueType::kSize,
+       .description = "the most a sandbox may send the host at once (ss diff, apply, pull)",
+       .min = MinTransfer,
+       .max = MaxTransfer,
+       .default_value = DefaultTransfer});
   add({.key = "projects.*.mode",
        .type = ValueType::kEnum,
        .description =

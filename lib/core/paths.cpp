@@ -63,6 +63,12 @@ std::string CacheDir() {
   return HomeDir() + "/.cache/ss";
 }
 
+std::string SpoolDir() {
+  std::string dir = CacheDir() + "/spool";
+  MakeOwnedDir(dir, 0700);
+  return dir;
+}
+
 std::string RuntimeDir() {
   std::string xdg = Env("XDG_RUNTIME_DIR");
   std::string dir = !xdg.empty() ? StripTrailingSlash(xdg) + "/ss" : Cat("/tmp/ss-", ::getuid());

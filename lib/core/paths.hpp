@@ -2,7 +2,8 @@
 //
 //   $SS_HOME (default ~/super-sandbox)   the user's: config.yaml, projects/
 //   $SS_HOME/.ss/                         ss's own state: keys, known_hosts, sandboxes/<name>/
-//   $SS_CACHE (default $XDG_CACHE_HOME/ss or ~/.cache/ss)   built images, reusable, deletable
+//   $SS_CACHE (default $XDG_CACHE_HOME/ss or ~/.cache/ss)   built images, reusable, deletable;
+//                                          spool/: what a sandbox sends, while it is checked
 //   $XDG_RUNTIME_DIR/ss or /tmp/ss-<uid>  sockets and pid files (0700), short paths for sun_path
 #pragma once
 
@@ -19,6 +20,9 @@ std::string ProjectsDir();
 std::string StateDir();
 std::string CacheDir();
 std::string RuntimeDir();  // created 0700 on first use
+// Where archives from a sandbox are kept while they are checked and written: on the user's disk
+// (a memory-backed /tmp would hold them in RAM). Created 0700 on first use.
+std::string SpoolDir();
 
 // Who owns the projects on the host: the user running ss (root too); under sudo, the user who
 // ran sudo. Each backend makes the sandbox user's files theirs (see backend.hpp).

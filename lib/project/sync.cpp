@@ -33,9 +33,19 @@
 namespace ss {
 namespace {
 
+// The most a listing of changed files from the sandbox may hold (a million long names).
+constexpr int64_t kMaxListing = 256LL << 20;
+
 ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, std::string_view what,
                    const ExecOptions& options = {}) {
   ExecResult r = conn.Exec(argv, options);
+  if (r.over_limit) {
+    throw Error(kExitRemote,
+                Cat(what, ": ", argv[0], " in the sandbox printed more than ",
+                    options.max_output >> 20, " MiB"),
+                {},
+                {"nothing was written on the host; the sandbox's tools may have been replaced"});
+  }
   if (r.status != 0) {
     throw Error(
         kExitRemote, Cat(what, ": ", argv[0], " exited with status ", r.status), {},
@@ -50,10 +60,16 @@ ExecResult Checked(SshConnection& conn, const std::vector<std::string>& argv, st
 // of the same size made in the same tick on the other side would look unchanged (and be
 // overwritten, or its base misrecorded). Without `only`, the whole tree less the excluded paths;
 // with it, only those paths (one missing on a side counts as deleted).
+//
+// Permissions are compared by the executable bit alone (--executability): that is what apply
+// brings, so it is what counts as a change. The listing is bounded (a replaced rsync could print
+// without end).
 ExecResult Compare(SshConnection& conn, const std::string& from, const std::string& to,
                    std::string_view what, const std::vector<std::string>* only = nullptr) {
-  std::vector<std::string> argv = {"rsync", "-a", "--checksum", "--dry-run"};
+  std::vector<std::string> argv = {"rsync",           "-a",         "--no-perms",
+                                   "--executability", "--checksum", "--dry-run"};
   ExecOptions o;
+  o.max_output = kMaxListing;
   if (only) {
     argv.insert(argv.end(), {"--from0", "--files-from=-", "--delete-missing-args"});
     o.input = "";
@@ -86,6 +102,10 @@ std::string Plural(size_t n, std::string_view one, std::string_view many) {
 }
 
 }  // namespace
+
+bool ItemizedChange::mode() const {
+  return !directory() && !deleting() && code.size() >= 6 && code[5] == 'p';
+}
 
 bool ItemizedChange::content() const {
   if (directory()) return false;
@@ -138,7 +158,7 @@ std::vector<std::string> AtRisk(const std::vector<ItemizedChange>& plan,
   std::set<std::string> mine(changed.begin(), changed.end());
   std::vector<std::string> out;
   for (const auto& c : plan) {
-    if (!c.content() || (c.created() && !c.deleting())) continue;
+    if (!c.change() || (c.created() && !c.deleting())) continue;
     if (mine.count(c.path)) out.push_back(c.path);
   }
   return out;
@@ -150,11 +170,16 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
   std::string copy = CopyDir(project), base = BaseDir(project);
   std::vector<std::string> changed;
   if (only && only->empty()) return changed;
+  ExcludeRules exclude(SyncExcludes(config));
+  auto kept = [&](const std::string& path) {
+    auto parts = SafeComponents(path);
+    return parts && !parts->empty() && !exclude.Why(*parts, false);
+  };
   if (conn.Exec({"test", "-d", base}).status == 0) {
     ExecResult r =
         Compare(conn, copy, base, Cat("cannot compare the working copy of '", project, "'"), only);
     for (const auto& c : ParseItemized(r.out)) {
-      if (c.content()) changed.push_back(c.path);
+      if (c.change() && kept(c.path)) changed.push_back(c.path);
     }
     return changed;
   }
@@ -168,7 +193,7 @@ std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& con
   find.insert(find.end(), {"-printf", "%P\\0"});
   ExecResult found = Checked(conn, find, Cat("cannot look at the working copy of '", project, "'"));
   for (auto& p : Split(found.out, '\0')) {
-    if (!p.empty()) changed.push_back(p);
+    if (!p.empty() && kept(p)) changed.push_back(p);
   }
   return changed;
 }
@@ -185,7 +210,7 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
   report.changes = ParseItemized(plan.out);
   std::vector<std::string> replaced;
   for (const auto& c : report.changes) {
-    if (c.content() && !(c.created() && !c.deleting())) replaced.push_back(c.path);
+    if (c.change() && !(c.created() && !c.deleting())) replaced.push_back(c.path);
   }
   report.at_risk = AtRisk(report.changes, UnappliedChanges(conn, config, project, &replaced));
   if (options.dry_run) return report;
@@ -260,14 +285,15 @@ SyncReport SyncWorkingCopy(Sandbox& sandbox, SshConnection& conn, const Config& 
 
 namespace {
 
-// What changed in the copy against the source, as rsync sees it (excluded paths left out):
-// created, modified and deleted files.
+// What changed in the copy against the source, as rsync sees it (excluded paths left out, if
+// the sandbox's rsync obeys): created, modified and deleted files, and changes of the executable
+// bit.
 std::vector<ItemizedChange> CopyChanges(SshConnection& conn, const std::string& project) {
   ExecResult r = Compare(conn, CopyDir(project), SourceDir(project),
                          Cat("cannot compare the working copy of '", project, "'"));
   std::vector<ItemizedChange> out;
   for (auto& c : ParseItemized(r.out)) {
-    if (c.content()) out.push_back(std::move(c));
+    if (c.change()) out.push_back(std::move(c));
   }
   return out;
 }
@@ -279,16 +305,32 @@ std::string DiffStat(std::string_view diff) {
     std::string path;
     int add = 0, del = 0;
     bool binary = false;
+    bool mode_only = false;  // until a diff of its content follows
   };
   std::vector<Entry> entries;
   for (const auto& line : SplitLines(diff)) {
     if (line.rfind("+++ b/", 0) == 0) {
       if (!entries.empty()) entries.back().path = line.substr(6);
     } else if (line.rfind("--- a/", 0) == 0) {
-      entries.push_back({line.substr(6)});
+      if (entries.empty() || !entries.back().mode_only || entries.back().path != line.substr(6)) {
+        entries.push_back({line.substr(6)});
+      }
+      entries.back().mode_only = false;
+    } else if (line.rfind("mode change ", 0) == 0) {
+      // "mode change 644 => 755 PATH": a file of its own until its content's lines follow.
+      auto words = Split(line, ' ');
+      if (words.size() >= 6) {
+        size_t at = Cat("mode change ", words[2], " => ", words[4], " ").size();
+        entries.push_back({line.substr(at)});
+        entries.back().mode_only = true;
+      }
     } else if (line.rfind("Binary files a/", 0) == 0) {
       auto end = line.find(" and b/");
-      entries.push_back({line.substr(15, end == std::string::npos ? std::string::npos : end - 15)});
+      std::string path = line.substr(15, end == std::string::npos ? std::string::npos : end - 15);
+      if (entries.empty() || !entries.back().mode_only || entries.back().path != path) {
+        entries.push_back({path});
+      }
+      entries.back().mode_only = false;
       entries.back().binary = true;
     } else if (!entries.empty() && !line.empty() && line[0] == '+') {
       ++entries.back().add;
@@ -307,7 +349,8 @@ std::string DiffStat(std::string_view diff) {
       continue;
     }
     int total = e.add + e.del, scale = std::max(1, (total + 39) / 40);
-    out += Cat(total, " ", std::string(e.add / scale, '+'), std::string(e.del / scale, '-'), "\n");
+    out += Cat(total, total ? " " : "", std::string(e.add / scale, '+'),
+               std::string(e.del / scale, '-'), "\n");
     adds += e.add;
     dels += e.del;
   }
@@ -329,10 +372,12 @@ size_t ApplyPlan::Count(Action a) const {
                                            [a](const PlannedChange& c) { return c.action == a; }));
 }
 
-ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopySource& copy,
-                    const std::string& source) {
+ApplyPlan PlanApply(SshConnection& conn, const Config& config, const std::string& sandbox,
+                    const CopySource& copy, const std::string& source) {
   const std::string &project = copy.name, &host_dir = copy.host_dir;
   ApplyPlan plan;
+  plan.exclude = ExcludeRules(SyncExcludes(config));
+  plan.limit = {config.Int("sync.max_size"), source};
   Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root.ok()) throw Error(kExitNoInput, Cat("cannot read ", host_dir, ": no such directory"));
   plan.base = CurrentBase(conn, sandbox, project);
@@ -341,6 +386,11 @@ ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopyS
     auto parts = SafeComponents(c.path);
     if (!parts || parts->empty()) {
       plan.refused.push_back({c.path, "an absolute name or one with '..'"});
+      continue;
+    }
+    // Deletions too: the host's .git and excluded files are not the copy's to remove.
+    if (auto why = plan.exclude.Why(*parts, false)) {
+      plan.refused.push_back({c.path, *why});
       continue;
     }
     PlannedChange p;
@@ -353,13 +403,13 @@ ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopyS
     std::string list;
     for (const auto& f : files) list += f + '\0';
     // POSIX format: times keep their nanoseconds, so an applied file matches its copy for the
-    // next comparison (which is to the nanosecond).
+    // next comparison (which is to the nanosecond). Sparse files cross as their data and a map.
     plan.archive = std::make_unique<ReceivedArchive>(
         conn,
         std::vector<std::string>{"tar", "-C", CopyDir(project), "--format=posix",
-                                 "--hard-dereference", "-cf", "-", "--no-recursion", "--null",
-                                 "--verbatim-files-from", "-T", "-"},
-        list);
+                                 "--hard-dereference", "--sparse", "-cf", "-", "--no-recursion",
+                                 "--null", "--verbatim-files-from", "-T", "-"},
+        list, plan.limit);
     if (plan.archive->status() != 0) {
       std::string said(Trim(plan.archive->error()));
       bool changing = said.find("No such file") != std::string::npos ||
@@ -383,8 +433,8 @@ ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopyS
     Version v;
     if (e.type == TarEntry::kFile) {
       v.kind = Version::kFile;
-      v.exec = (e.mode & S_IXUSR) != 0;
-      v.digest = Sha256FdHex(plan.archive->fd(), e.data_offset, e.size, "the archive");
+      v.exec = (e.mode & 0111) != 0;
+      v.digest = EntrySha256Hex(plan.archive->fd(), e, "the archive");
     } else if (e.type == TarEntry::kSymlink) {
       v.kind = Version::kSymlink;
       v.digest = Sha256Hex(e.link);
@@ -417,9 +467,18 @@ std::string PlanDiff(SshConnection& conn, const std::string& project, const Appl
     if (p.action == Action::kConflict) *o.input += Cat("C/", p.path, '\0');
   }
   if (o.input->empty()) return "";
-  return Checked(conn, ScriptArgv("bash", "diff.bash", {SourceDir(project), CopyDir(project)}),
-                 Cat("cannot diff the working copy of '", project, "'"), o)
-      .out;
+  o.max_output = plan.limit.bytes;
+  ExecResult r =
+      conn.Exec(ScriptArgv("bash", "diff.bash", {SourceDir(project), CopyDir(project)}), o);
+  if (r.over_limit) throw TooLarge(plan.limit, "a diff");
+  if (r.status != 0) {
+    throw Error(
+        kExitRemote,
+        Cat("cannot diff the working copy of '", project, "': bash exited with status ", r.status),
+        {},
+        {std::string(Trim(r.err)).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
+  }
+  return r.out;
 }
 
 namespace {
@@ -469,7 +528,8 @@ std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
   std::string list;
   for (const auto& p : plan.changes) {
     if (p.action != Action::kConflict || p.base.kind != Version::kFile ||
-        p.host.kind != Version::kFile || p.copy.kind != Version::kFile || !copies.count(p.path)) {
+        p.host.kind != Version::kFile || p.copy.kind != Version::kFile || !copies.count(p.path) ||
+        copies[p.path]->sparse) {
       continue;
     }
     wanted.push_back(&p);
@@ -481,11 +541,11 @@ std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
       conn,
       {"tar", "-C", BaseDir(project), "--format=posix", "-cf", "-", "--no-recursion", "--null",
        "--verbatim-files-from", "--ignore-failed-read", "-T", "-"},
-      list);
+      list, plan.limit);
   std::map<std::string, std::string> base_text;
   for (const auto& e : bases.Index(source)) {
     auto parts = SafeComponents(e.path);
-    if (!parts || parts->empty() || e.type != TarEntry::kFile) continue;
+    if (!parts || parts->empty() || e.type != TarEntry::kFile || e.sparse) continue;
     base_text[Join(*parts, "/")] = ReadRange(bases.fd(), e.data_offset, e.size);
   }
   TempDir work;
@@ -557,6 +617,8 @@ ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox,
   if (!entries.empty()) {  // also when nothing is taken: what the sandbox sent unasked is listed
     CrossingOptions options;
     options.only = &files;
+    options.exclude = &plan.exclude;
+    options.exec_bit_only = true;
     CrossingReport written = CrossInto(plan.archive->fd(), entries, host_dir, options);
     report.crossing.written = std::move(written.written);
     report.crossing.bytes = written.bytes;

@@ -17,6 +17,7 @@
 
 #include "apply_base.hpp"
 #include "crossing.hpp"
+#include "exclude_rules.hpp"
 #include "transfer.hpp"
 #include "working_copy.hpp"
 
@@ -34,6 +35,10 @@ struct ItemizedChange {
   bool directory() const { return !path.empty() && path.back() == '/'; }
   // A file whose data changes: created, replaced or deleted (not only times or modes).
   bool content() const;
+  // A file whose executable bit changes (comparisons see no other permission bit).
+  bool mode() const;
+  // Work of the copy's own: content() or mode().
+  bool change() const { return content() || mode(); }
   bool created() const { return code.size() >= 3 && code.substr(2, 1) == "+"; }
 };
 std::vector<ItemizedChange> ParseItemized(std::string_view out);
@@ -71,7 +76,9 @@ std::string DiffStat(std::string_view diff);
 
 // What the copy changed since its base (see apply_base.hpp), as rsync sees it against the
 // sandbox's copy of the base; without one (a copy made by an older ss), what changed in the copy
-// since the last sync. Paths relative to the copy; deletions included.
+// since the last sync. Paths relative to the copy; deletions and changes of the executable bit
+// included; paths sync.exclude or '.git' leave out are not (the host decides, whatever the
+// sandbox's rsync lists).
 // With `only`, just those paths are compared.
 std::vector<std::string> UnappliedChanges(SshConnection& conn, const Config& config,
                                           const std::string& project,
@@ -90,18 +97,25 @@ struct PlannedChange {
 // decided against the recorded base, with the copy's versions fetched (untrusted) for apply.
 struct ApplyPlan {
   std::vector<PlannedChange> changes;
-  std::vector<Refusal> refused;  // names the sandbox sent that cannot be a path below the project
+  // Names the sandbox sent that cannot be a path below the project, or that sync.exclude and
+  // '.git' leave out.
+  std::vector<Refusal> refused;
+  ExcludeRules exclude;  // sync.exclude, read on the host
+  ArchiveLimit limit;    // sync.max_size, and the sandbox's name for messages
   BaseRecord base;
   std::unique_ptr<ReceivedArchive> archive;
   std::vector<TarEntry> entries;
   size_t Count(Action a) const;
 };
-ApplyPlan PlanApply(SshConnection& conn, const std::string& sandbox, const CopySource& copy,
-                    const std::string& source);
+// `source` names the sandbox in messages. What the sandbox sends is bounded by sync.max_size
+// (ss::Error 65 past it).
+ApplyPlan PlanApply(SshConnection& conn, const Config& config, const std::string& sandbox,
+                    const CopySource& copy, const std::string& source);
 
 // A unified diff of the changes apply would bring and of the conflicts ("a/PATH" the host,
 // "b/PATH" the copy), each conflict announced by a line "# conflict: PATH changed on the host
-// and in the sandbox since the last sync".
+// and in the sandbox since the last sync", a change of the executable bit by "mode change OLD =>
+// NEW PATH". Bounded by the plan's limit (ss::Error 65 past it).
 std::string PlanDiff(SshConnection& conn, const std::string& project, const ApplyPlan& plan);
 
 // What apply does with conflicts: leave them (listed), keep the host's version, take the

@@ -64,6 +64,9 @@ struct ExecOptions {
   EnvList secret_env;
   // Remote working directory ("~/x" is relative to the home); empty: the home.
   std::string cwd;
+  // The most stdout may bring (and stderr, each): past it the channel is closed and the result
+  // says so (over_limit). Negative: no limit.
+  int64_t max_output = -1;
 };
 
 struct ExecResult {
@@ -71,6 +74,7 @@ struct ExecResult {
   std::string exit_signal;  // "TERM" when killed by a signal
   std::string out;
   std::string err;
+  bool over_limit = false;  // stopped at ExecOptions::max_output; out or err is cut there
 };
 
 struct StreamOptions {
@@ -80,6 +84,10 @@ struct StreamOptions {
   int in_fd = 0;  // -1: no input
   int out_fd = 1;
   int err_fd = 2;
+  // The most stdout may bring: past it the channel is closed and *out_over_limit set (when
+  // given). Negative: no limit.
+  int64_t max_output = -1;
+  std::shared_ptr<bool> out_over_limit;
 };
 
 struct InteractiveOptions {

@@ -23,6 +23,40 @@ using ssh_detail::Source;
 using ssh_detail::StringSink;
 using ssh_detail::StringSource;
 
+namespace {
+
+// Passes output on until `limit` bytes, then fails (which closes the channel) and says so.
+class LimitedSink : public ssh_detail::Sink {
+ public:
+  LimitedSink(std::shared_ptr<ssh_detail::Sink> inner, int64_t limit, std::shared_ptr<bool> over)
+      : inner_(std::move(inner)), left_(limit), over_(std::move(over)) {}
+  long Write(const char* data, size_t n) override {
+    if (static_cast<int64_t>(n) > left_) {
+      *over_ = true;
+      return ssh_detail::kFailed;
+    }
+    long put = inner_->Write(data, n);
+    if (put > 0) left_ -= put;
+    return put;
+  }
+  void WaitWritable(ssh_detail::Ready ready) override { inner_->WaitWritable(std::move(ready)); }
+  void Finish() override { inner_->Finish(); }
+
+ private:
+  std::shared_ptr<ssh_detail::Sink> inner_;
+  int64_t left_;
+  std::shared_ptr<bool> over_;
+};
+
+std::shared_ptr<ssh_detail::Sink> Limited(std::shared_ptr<ssh_detail::Sink> sink, int64_t limit,
+                                          std::shared_ptr<bool> over) {
+  if (limit < 0) return sink;
+  if (!over) over = std::make_shared<bool>(false);
+  return std::make_shared<LimitedSink>(std::move(sink), limit, std::move(over));
+}
+
+}  // namespace
+
 void SshChannel::Close() {
   if (auto c = channel_.lock()) c->Close();
 }
@@ -50,14 +84,16 @@ SshChannel SshConnection::ExecAsync(const std::vector<std::string>& argv,
   if (!cmd.preamble.empty()) parts.push_back(std::make_shared<StringSource>(cmd.preamble));
   if (options.input) parts.push_back(std::make_shared<StringSource>(*options.input));
   if (!parts.empty()) spec.in = std::make_shared<ChainSource>(std::move(parts));
-  spec.out = out;
-  spec.err = err;
-  spec.on_end = [out, err, done = std::move(done)](const ChannelEnd& end) {
+  auto over = std::make_shared<bool>(false);
+  spec.out = Limited(out, options.max_output, over);
+  spec.err = Limited(err, options.max_output, over);
+  spec.on_end = [out, err, over, done = std::move(done)](const ChannelEnd& end) {
     ExecResult r;
     r.status = RemoteExitStatus(end.exit_status, end.exit_signal);
     r.exit_signal = end.exit_signal;
     r.out = std::move(out->text);
     r.err = std::move(err->text);
+    r.over_limit = *over;
     done(std::move(r), end.error);
   };
   return SshChannel(mux_->Start(std::move(spec)));
@@ -93,7 +129,10 @@ SshChannel SshConnection::ExecStreamAsync(const std::vector<std::string>& argv,
   if (!cmd.preamble.empty()) parts.push_back(std::make_shared<StringSource>(cmd.preamble));
   if (options.in_fd >= 0) parts.push_back(std::make_shared<FdIo>(io, options.in_fd));
   if (!parts.empty()) spec.in = std::make_shared<ChainSource>(std::move(parts));
-  if (options.out_fd >= 0) spec.out = std::make_shared<FdIo>(io, options.out_fd);
+  if (options.out_fd >= 0) {
+    spec.out = Limited(std::make_shared<FdIo>(io, options.out_fd), options.max_output,
+                       options.out_over_limit);
+  }
   if (options.err_fd >= 0) spec.err = std::make_shared<FdIo>(io, options.err_fd);
   spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
     if (!end.error.empty()) {

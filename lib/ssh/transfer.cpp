@@ -10,8 +10,10 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "paths.hpp"
 #include "process.hpp"
 #include "resources.hpp"
+#include "size.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
 
@@ -142,8 +144,19 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
   return result;
 }
 
+Error TooLarge(const ArchiveLimit& limit, std::string_view what) {
+  return Error(
+      kExitDataErr,
+      Cat(limit.source, " sent more than ", FormatSizeHuman(limit.bytes), " (", what,
+          "), the most sync.max_size lets a sandbox send at once"),
+      {},
+      {"nothing was written on the host", "raise the limit: ss config set sync.max_size 4GB",
+       "or leave large files out of what crosses: ss config set sync.exclude ..."});
+}
+
 ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::string>& tar_argv,
-                                 const std::optional<std::string>& input) {
+                                 const std::optional<std::string>& input, ArchiveLimit limit)
+    : tmp_(SpoolDir()), limit_(std::move(limit)) {
   std::string archive = Cat(tmp_.path(), "/archive.tar"), err = Cat(tmp_.path(), "/stderr");
   fd_ = Fd(OpenOrThrow(archive, O_RDWR | O_CREAT | O_EXCL));
   Fd err_fd(OpenOrThrow(err, O_RDWR | O_CREAT | O_EXCL));
@@ -158,25 +171,43 @@ ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::str
   }
   so.out_fd = fd_.get();
   so.err_fd = err_fd.get();
+  so.max_output = limit_.bytes;
+  so.out_over_limit = std::make_shared<bool>(false);
   status_ = conn.ExecStream(tar_argv, so);
+  if (*so.out_over_limit) throw TooLarge(limit_, "an archive");
   error_ = ReadFile(err);
 }
 
 const std::vector<TarEntry>& ReceivedArchive::Index(const std::string& source) {
-  if (!entries_) entries_ = IndexTar(fd_.get(), source);
+  if (entries_) return *entries_;
+  std::vector<TarEntry> entries = IndexTar(fd_.get(), source);
+  if (limit_.bytes >= 0) {
+    int64_t total = 0;
+    for (const auto& e : entries) {
+      if (e.type != TarEntry::kFile) continue;
+      if (e.size > limit_.bytes - total)
+        throw TooLarge(limit_, "files of that size, holes included");
+      total += e.size;
+    }
+  }
+  entries_ = std::move(entries);
   return *entries_;
 }
 
 TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local,
-                    const std::string& source) {
+                    const ArchiveLimit& limit) {
+  const std::string& source = limit.source;
   std::string path = Strip(remote);
   if (path == "/") {
     throw Error(kExitUsage, "cannot pull the whole sandbox ('/')", {},
                 {"name a file or directory in it"});
   }
   std::string name = Basename(path);
-  ReceivedArchive archive(conn, {"tar", "-C", Dirname(path), "--format=posix", "--hard-dereference",
-                                 "-cf", "-", "--", name});
+  // Sparse files stay sparse (--sparse): their holes cross as a map, not as zeros.
+  ReceivedArchive archive(conn,
+                          {"tar", "-C", Dirname(path), "--format=posix", "--hard-dereference",
+                           "--sparse", "-cf", "-", "--", name},
+                          std::nullopt, limit);
   std::string said = std::string(Trim(archive.error()));
   if (archive.status() != 0) {
     if (said.find("No such file or directory") != std::string::npos) {

@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crossing.hpp"
+#include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
 #include "tar_index.hpp"
@@ -32,12 +34,24 @@ struct TransferResult {
   std::vector<Refusal> refused;  // pull: entries not written
 };
 
-// What a tar run in the sandbox writes to its stdout, kept in a private temporary file and
-// indexed (untrusted; tar_index.hpp). `input` is the command's stdin.
+// The most a sandbox may send the host in one crossing (sync.max_size): bytes in the stream, and
+// the size of the files it holds, holes of sparse files included. `source` names the sandbox
+// ("sandbox 'box'").
+struct ArchiveLimit {
+  int64_t bytes = -1;  // negative: none
+  std::string source;
+};
+
+// The error when a sandbox sends more than `limit`: 65, nothing written, how to raise it.
+Error TooLarge(const ArchiveLimit& limit, std::string_view what);
+
+// What a tar run in the sandbox writes to its stdout, kept in a private temporary file under
+// SpoolDir() and indexed (untrusted; tar_index.hpp). `input` is the command's stdin. Throws
+// TooLarge when the stream, or the files it holds, pass `limit`.
 class ReceivedArchive {
  public:
   ReceivedArchive(SshConnection& conn, const std::vector<std::string>& tar_argv,
-                  const std::optional<std::string>& input = std::nullopt);
+                  const std::optional<std::string>& input = std::nullopt, ArchiveLimit limit = {});
   ReceivedArchive(const ReceivedArchive&) = delete;
   int status() const { return status_; }               // tar's exit status
   const std::string& error() const { return error_; }  // what it said on stderr
@@ -51,6 +65,7 @@ class ReceivedArchive {
   int status_ = 0;
   std::string error_;
   std::optional<std::vector<TarEntry>> entries_;
+  ArchiveLimit limit_;
 };
 
 // "/abs" stays; "rel" becomes remote_base + "/rel"; "" or "." is remote_base itself.
@@ -60,8 +75,8 @@ TransferResult Push(SshConnection& conn, const std::string& local, const std::st
 // The contents of the local directory `local` merged into the sandbox's directory `remote`
 // (made when missing), without Push's "inside it under its own name". Returns the bytes sent.
 int64_t PushTree(SshConnection& conn, const std::string& local, const std::string& remote);
-// `source` names the sandbox in messages ("sandbox 'box'").
+// `limit.source` names the sandbox in messages ("sandbox 'box'").
 TransferResult Pull(SshConnection& conn, const std::string& remote, const std::string& local,
-                    const std::string& source);
+                    const ArchiveLimit& limit);
 
 }  // namespace ss

@@ -34,7 +34,11 @@ TEST(Itemized, ParsesRsyncOutFormat) {
   EXPECT_FALSE(c[3].created());
   EXPECT_TRUE(c[4].content());
   EXPECT_FALSE(c[5].content());
-  EXPECT_FALSE(c[6].content());  // only the mode changes: nothing is lost
+  EXPECT_FALSE(c[6].content());  // only the mode changes: the data stays
+  EXPECT_TRUE(c[6].mode());      // but the executable bit is work of its own
+  EXPECT_TRUE(c[6].change());
+  EXPECT_FALSE(c[2].mode());
+  EXPECT_FALSE(c[1].mode());  // a folder's mode is nothing apply brings
 }
 
 TEST(Itemized, NamesWithLineBreaksComeBackWhole) {
@@ -50,7 +54,9 @@ TEST(Itemized, AtRiskIsWhatChangedInTheCopyAndWouldBeReplaced) {
       "*deleting   mine.txt\n*deleting   old.txt\n>f.st...... edited.txt\n>f.st...... theirs.txt\n"
       ">f+++++++++ brand-new.txt\n.f...p..... chmodded.txt\n");
   std::vector<std::string> changed = {"mine.txt", "edited.txt", "chmodded.txt", "untouched.txt"};
-  EXPECT_EQ(AtRisk(plan, changed), (std::vector<std::string>{"mine.txt", "edited.txt"}));
+  // The copy made chmodded.txt executable; a sync would take the bit back: that is lost work too.
+  EXPECT_EQ(AtRisk(plan, changed),
+            (std::vector<std::string>{"mine.txt", "edited.txt", "chmodded.txt"}));
   EXPECT_TRUE(AtRisk(plan, {}).empty());
 }
 
@@ -72,6 +78,17 @@ TEST(DiffStat, CountsPerFileAndInTotal) {
   EXPECT_EQ(DiffStat(diff),
             " x.txt   | 3 ++-\n new.txt | 1 +\n img.png | Bin\n"
             " 3 files changed, 3 insertions(+), 1 deletion(-)\n");
+}
+
+TEST(DiffStat, AModeChangeIsAFileChangedEvenWithoutLines) {
+  std::string diff =
+      "mode change 644 => 755 run.sh\n"
+      "mode change 755 => 644 both 755 => x\n--- a/both 755 => x\n+++ b/both 755 => x\n"
+      "@@ -1 +1 @@\n-a\n+b\n"
+      "mode change 644 => 755 bin.dat\nBinary files a/bin.dat and b/bin.dat differ\n";
+  EXPECT_EQ(DiffStat(diff),
+            " run.sh        | 0\n both 755 => x | 2 +-\n bin.dat       | Bin\n"
+            " 3 files changed, 1 insertion(+), 1 deletion(-)\n");
 }
 
 TEST(SyncExclude, OneListForEveryone) {
