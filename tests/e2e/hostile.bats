@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
 # The sandbox attacks the host, on the backend in $SS_E2E_BACKEND: as the agent and as root
 # inside, it tries to make apply and pull write outside what they should (links swapped in
-# between and inside one archive, '..' and absolute names, setuid and device files, a tar and a
-# stat of its own earlier on PATH, names with line breaks, a file growing while it is read), and
-# to take the host's resources (a fork bomb, lookups from many source ports, ss-net's
-# descriptors, a path too long for a snapshot). Each attempt is refused or made harmless, and a
-# canary tree beside the project never changes.
+# between and inside one archive, '..' and absolute names, setuid and device files, a tar, a
+# stat and an rsync of its own earlier on PATH, names with line breaks, a file growing while it
+# is read, links through links, '.git' and excluded paths, sparse and endless streams, changes of
+# the executable bit alone), and to take the host's resources (a fork bomb, lookups from many
+# source ports, ss-net's descriptors, a path too long for a snapshot). Each attempt is refused or
+# made harmless, and a canary tree beside the project never changes.
 
 load helpers
 
@@ -37,7 +38,8 @@ teardown() {
   # Every test ends with the canary as it was, and the sandbox's own tools back.
   run canary_sum
   assert_output "$(cat "$BATS_FILE_TMPDIR/canary.sum")"
-  [ -e "$BATS_FILE_TMPDIR/deleted" ] || in_sandbox 'sudo -n rm -f /usr/local/bin/tar /usr/local/bin/stat'
+  [ -e "$BATS_FILE_TMPDIR/deleted" ] || in_sandbox 'sudo -n rm -f /usr/local/bin/tar /usr/local/bin/stat /usr/local/bin/rsync'
+  ss config set sync.max_size 1GB >/dev/null
 }
 
 canary_sum() { (cd "$E2E_ROOT/canary" && find . -printf '%p %y %m %s %T@\n' | sort && cat secret sub/deep) | sha256sum; }
@@ -47,6 +49,16 @@ in_copy() { in_sandbox "cd ~/projects/ho-app && $1"; }
 fake_tar() {
   ss push "$1" /tmp/evil.tar >/dev/null
   in_sandbox 'printf "#!/bin/sh\nexec cat /tmp/evil.tar\n" | sudo -n tee /usr/local/bin/tar >/dev/null && sudo -n chmod 755 /usr/local/bin/tar'
+}
+# fake_rsync: the sandbox's rsync, for every later command, drops every exclusion it is handed
+# (--exclude-from FILE, --exclude-from=FILE, --exclude=PATTERN) and runs the real one.
+fake_rsync() {
+  printf '%s\n' '#!/bin/sh' 'skip=' 'for a; do' '  shift' \
+    '  if [ -n "$skip" ]; then skip=; continue; fi' '  case $a in' \
+    '    --exclude-from) skip=1 ;;' '    --exclude-from=* | --exclude=*) ;;' \
+    '    *) set -- "$@" "$a" ;;' '  esac' 'done' 'exec /usr/bin/rsync "$@"' > "$BATS_TEST_TMPDIR/rsync"
+  ss push "$BATS_TEST_TMPDIR/rsync" /tmp/evil-rsync >/dev/null
+  in_sandbox 'sudo -n install -m 755 /tmp/evil-rsync /usr/local/bin/rsync'
 }
 # hostile_archive PATH TOP: a pax archive of what a hostile tar would send for TOP.
 hostile_archive() {
@@ -77,6 +89,26 @@ add(top + "/fifo", tarfile.FIFOTYPE)
 add(top + "/hard", tarfile.LNKTYPE, link=top + "/ok.txt")
 add(top + "/line\nbreak", data=b"nl\n")
 add("other/x", data=b"x")
+t.close()
+EOF
+}
+
+# order_archive PATH DEEP REL: a tar of the sandbox's own for /tmp/tree in which the link others
+# go through (tree/DEEP/y, back to tree) arrives last, after the links that use it.
+order_archive() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import sys, tarfile
+path, deep, rel = sys.argv[1:]
+t = tarfile.open(path, "w", format=tarfile.PAX_FORMAT)
+def add(name, kind=tarfile.DIRTYPE, link=""):
+    i = tarfile.TarInfo(name)
+    i.type, i.mode, i.linkname = kind, 0o755, link
+    t.addfile(i)
+add("tree")
+add("tree/esc", tarfile.SYMTYPE, deep + "/y/../" + rel + "/secret")
+add("tree/chain", tarfile.SYMTYPE, "next")
+add("tree/next", tarfile.SYMTYPE, "../../..")
+add("tree/" + deep + "/y", tarfile.SYMTYPE, "../../../../../../../../../..")
 t.close()
 EOF
 }
@@ -413,6 +445,172 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   assert_equal "${stderr_lines[-1]}" "ss: warning: kept ephemeral sandbox '$SANDBOX': working copies have changes not yet applied (ho-app); bring them to the host with ss apply, then remove it: ss vm delete --sandbox $SANDBOX --force"
   run ss vm status --json
   echo "$output" | jq -e '.state == "running"'
+}
+
+@test "as root in the sandbox: an rsync that drops the exclusions brings no .git and no excluded path to the host, and deletes none" {
+  t="$BATS_TEST_TMPDIR"
+  [ -d "$P/.git" ] || as_owner git -C "$P" init -q
+  before=$(cd "$P/.git" && find . -type f -exec sha256sum {} + | sort)
+  ss sync ho-app --force >/dev/null
+  in_copy "mkdir -p .git/hooks sub/.GIT node_modules/pkg &&
+    printf '#!/bin/sh\ntouch $t/pwned\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit &&
+    echo '[core]' > sub/.GIT/config && echo evil > node_modules/pkg/index.js && echo fine > fine.txt &&
+    echo kept > sub/kept.txt"
+  fake_rsync
+  # The replaced rsync lists all of it, and the host's .git as deleted from the copy.
+  run in_copy 'rsync -a --dry-run --delete --exclude-from=/etc/ss/sync-exclude --out-format="%i %n" ./ ~/project-src/ho-app/'
+  [[ "$output" == *".git/hooks/pre-commit"* && "$output" == *"deleting   .git/HEAD"* ]] || { echo "$output"; false; }
+  run ss diff ho-app
+  assert_success
+  assert_line "+fine"
+  refute_output --partial ".git"
+  refute_output --partial "node_modules"
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  for bad in ".git/hooks/pre-commit: in a .git folder" "sub/.GIT/config: in a .git folder" \
+    "node_modules/pkg/index.js: excluded by sync.exclude ('node_modules')" ".git/HEAD: in a .git folder"; do
+    [[ "$stderr" == *"$bad"* ]] || { echo "missing: $bad"; echo "$stderr"; false; }
+  done
+  assert_equal "$(cat "$P/fine.txt")" "fine"
+  assert_equal "$(cat "$P/sub/kept.txt")" "kept"
+  assert_not_exists "$P/sub/.GIT"
+  assert_not_exists "$P/node_modules"
+  # The host's .git is as it was, and its git runs nothing of the sandbox's.
+  assert_equal "$(cd "$P/.git" && find . -type f -exec sha256sum {} + | sort)" "$before"
+  as_owner git -C "$P" -c user.name=t -c user.email=t@example.invalid commit -q --allow-empty -m probe
+  as_owner git -C "$P" status --short >/dev/null
+  assert_not_exists "$t/pwned"
+  # pull too: the tree arrives without the .git folder inside it.
+  mkdir "$t/into"
+  run --separate-stderr ss pull sub "$t/into/" --project ho-app
+  assert_failure 1
+  [[ "$stderr" == *"sub/.GIT/config: in a .git folder"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(cat "$t/into/sub/kept.txt")" "kept"
+  assert_not_exists "$t/into/sub/.GIT"
+  in_copy 'rm -rf .git sub/.GIT node_modules'
+}
+
+@test "links are followed through the tree as it will stand: through a link, in chains, through the host's links, in either order" {
+  t="$BATS_TEST_TMPDIR"
+  deep=k1/k2/k3/k4/k5/k6/k7/k8/k9/k10
+  # From the project's top to the canary, as the kernel would walk it on the host.
+  rel=$(realpath --relative-to="$P" "$C")
+  as_owner mkdir -p "$P/h"
+  as_owner ln -sfn .. "$P/h/up"
+  ss sync ho-app --force >/dev/null
+  # The issue's pair (y leads back to the top, inside; esc climbs on through y), a chain whose
+  # last link leaves, the host's link followed then climbed out of, an absolute target, '..' at
+  # the top; and links that stay inside.
+  in_copy "mkdir -p $deep sub && ln -s ../../../../../../../../../.. $deep/y &&
+    ln -s $deep/y/$rel/secret esc && ln -s l2 l1 && ln -s l3 l2 && ln -s sub/../.. l3 &&
+    ln -s h/up/$rel/secret via-host && ln -s h/up/../x climb && ln -s /etc/passwd abs &&
+    ln -s .. up && ln -s $deep/y/sub fine && ln -s k1/k2/../k2/k3 inside"
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  for bad in esc l1 l2 l3 via-host climb abs up; do
+    [[ "$stderr" == *"  $bad: a symbolic link to "* ]] || { echo "missing: $bad"; echo "$stderr"; false; }
+    [ ! -L "$P/$bad" ] || { echo "written: $bad"; false; }
+  done
+  [[ "$stderr" == *"esc: a symbolic link to '$deep/y/$rel/secret', climbing back out of where '$deep/y' leads"* ]] || { echo "$stderr"; false; }
+  for good in "$deep/y" fine inside; do
+    [ -L "$P/$good" ] || { echo "not written: $good"; false; }
+  done
+  # The same from a tar of the sandbox's own, the link that is used arriving last.
+  order_archive "$t/order.tar" "$deep" "$rel"
+  fake_tar "$t/order.tar"
+  mkdir "$t/into"
+  run --separate-stderr ss pull /tmp/tree "$t/into/"
+  assert_failure 1
+  for bad in tree/esc tree/chain tree/next; do
+    [[ "$stderr" == *"$bad: a symbolic link to "* ]] || { echo "missing: $bad"; echo "$stderr"; false; }
+  done
+  [ -L "$t/into/tree/$deep/y" ]
+  [ ! -L "$t/into/tree/esc" ]
+  in_sandbox 'sudo -n rm -f /usr/local/bin/tar'
+  in_copy "rm -rf k1 sub esc l1 l2 l3 via-host climb abs up fine inside"
+  rm -rf "${P:?}/h" "${P:?}/k1" "${P:?}/fine" "${P:?}/inside"
+  ss sync ho-app --force >/dev/null
+}
+
+@test "sizes are decided on the host: a sparse file crosses sparse, past sync.max_size nothing is written (65), an endless stream stops" {
+  t="$BATS_TEST_TMPDIR"
+  ss sync ho-app --force >/dev/null
+  in_copy 'truncate -s 512M sparse && printf tail >> sparse'
+  # Archives wait under the cache folder, not in a memory-backed /tmp.
+  SS_CACHE="$t/cache" run ss diff ho-app
+  assert_success
+  SS_CACHE="$t/cache" run ss apply ho-app --yes
+  assert_success
+  assert_equal "$(stat -c %s "$P/sparse")" "536870916"
+  assert_equal "$(tail -c 4 "$P/sparse")" "tail"
+  [ "$(du -k "$P/sparse" | cut -f1)" -lt 1024 ] || { du -k "$P/sparse"; false; }
+  [ -d "$t/cache/spool" ] && [ -z "$(ls -A "$t/cache/spool")" ]
+  ss config set sync.max_size 1MB >/dev/null
+  in_copy 'head -c 2097152 /dev/urandom > random.bin'
+  for verb in diff apply; do
+    SS_CACHE="$t/cache" run --separate-stderr ss "$verb" ho-app
+    assert_failure 65
+    [[ "${stderr_lines[0]}" == "ss-sync: error: sandbox '$SANDBOX' sent more than 1 MB (an archive), the most sync.max_size lets a sandbox send at once" ]] || { echo "$stderr"; false; }
+    [[ "$stderr" == *"hint: nothing was written on the host"* ]] || { echo "$stderr"; false; }
+  done
+  assert_not_exists "$P/random.bin"
+  # Holes count too: small in the stream, large on the host.
+  in_copy 'rm random.bin && truncate -s 4M holes'
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 65
+  [[ "${stderr_lines[0]}" == *"sent more than 1 MB (files of that size, holes included)"* ]] || { echo "$stderr"; false; }
+  assert_not_exists "$P/holes"
+  # A tar of the sandbox's own that never stops: cut at the limit.
+  in_sandbox 'printf "#!/bin/sh\nexec cat /dev/zero\n" | sudo -n tee /usr/local/bin/tar >/dev/null && sudo -n chmod 755 /usr/local/bin/tar'
+  SS_CACHE="$t/cache" run --separate-stderr timeout 120 ss pull /etc/hostname "$t/hostname"
+  assert_failure 65
+  assert_not_exists "$t/hostname"
+  [ -z "$(ls -A "$t/cache/spool")" ]
+  in_sandbox 'sudo -n rm -f /usr/local/bin/tar'
+  in_copy 'rm -f holes sparse'
+  rm -f "$P/sparse"
+  ss config set sync.max_size 1GB >/dev/null
+  ss sync ho-app --force >/dev/null
+}
+
+@test "a change of the executable bit alone is a change: diff shows it, delete and sync refuse, apply brings that bit and no other" {
+  as_owner sh -c "printf '#!/bin/sh\necho hi\n' > '$P/run.sh' && chmod 644 '$P/run.sh' && printf 'x\n' > '$P/tool' && chmod 755 '$P/tool'"
+  ss sync ho-app --force >/dev/null
+  in_copy 'chmod +x run.sh && chmod -x tool'
+  run ss diff ho-app
+  assert_success
+  assert_line "mode change 644 => 755 run.sh"
+  assert_line "mode change 755 => 644 tool"
+  run ss diff ho-app --stat
+  assert_success
+  assert_line " run.sh | 0"
+  run --separate-stderr ss vm delete --yes
+  assert_failure 1
+  assert_equal "${stderr_lines[0]}" "ss-vm: error: delete would lose changes not yet applied in 1 working copy of sandbox '$SANDBOX'"
+  # A sync would take the bits back: it refuses too.
+  as_owner sh -c "echo again >> '$P/run.sh'"
+  run --separate-stderr ss sync ho-app
+  assert_failure 1
+  [[ "$stderr" == *"changed in the working copy of 'ho-app'"* ]] || { echo "$stderr"; false; }
+  as_owner sh -c "printf '#!/bin/sh\necho hi\n' > '$P/run.sh'"
+  run ss apply ho-app --yes
+  assert_success
+  assert_line "  M run.sh"
+  assert_line "  M tool"
+  assert_equal "$(stat -c %a "$P/run.sh")" "755"
+  assert_equal "$(stat -c %a "$P/tool")" "644"
+  # Root in the sandbox: setuid and setgid stay behind; a group bit alone is no change at all.
+  in_copy 'sudo -n chmod 6755 tool && chmod g+w run.sh'
+  run ss apply ho-app --yes
+  assert_success
+  assert_line "  M tool"
+  refute_line "  M run.sh"
+  assert_equal "$(stat -c %a "$P/tool")" "755"
+  assert_equal "$(stat -c %a "$P/run.sh")" "755"
+  run ss apply ho-app --yes
+  assert_success
+  assert_output --partial "Nothing to apply"
+  in_copy 'sudo -n chmod 755 tool'
 }
 
 @test "an ephemeral sandbox powered off from inside during its session is started and asked, never removed blind" {
