@@ -280,6 +280,38 @@ TEST(SshStream, FilesInAndOut) {
   EXPECT_EQ(ReadFile(dir.path() + "/err"), "to stderr");
 }
 
+// A command that never stops writing (a sandbox's replaced tar, `cat /dev/zero`) is cut at
+// max_output: the host keeps at most that much, and is told.
+TEST(SshStream, OutputPastItsLimitIsCutAndSaidSo) {
+  TestSshd sshd;
+  SshConnection conn(sshd.endpoint(), Named());
+  TempDir dir;
+  int out = ::open((dir.path() + "/out").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  StreamOptions o;
+  o.in_fd = -1;
+  o.out_fd = out;
+  o.max_output = 1 << 20;
+  o.out_over_limit = std::make_shared<bool>(false);
+  conn.ExecStream({"cat", "/dev/zero"}, o);
+  ::close(out);
+  EXPECT_TRUE(*o.out_over_limit);
+  EXPECT_LE(ReadFile(dir.path() + "/out").size(), size_t{1} << 20);
+  // Under the limit nothing is said, and the connection still works.
+  int small = ::open((dir.path() + "/small").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  o.out_fd = small;
+  *o.out_over_limit = false;
+  EXPECT_EQ(conn.ExecStream({"printf", "hello"}, o), 0);
+  ::close(small);
+  EXPECT_FALSE(*o.out_over_limit);
+  EXPECT_EQ(ReadFile(dir.path() + "/small"), "hello");
+  ExecOptions e;
+  e.max_output = 1000;
+  ExecResult r = conn.Exec({"head", "-c", "5000", "/dev/zero"}, e);
+  EXPECT_TRUE(r.over_limit);
+  EXPECT_LE(r.out.size(), 1000u);
+  EXPECT_FALSE(conn.Exec({"true"}, e).over_limit);
+}
+
 TEST(SshStream, PipesBothWaysWithBackpressure) {
   TestSshd sshd;
   SshConnection conn(sshd.endpoint(), Named());
