@@ -7,6 +7,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "folders.hpp"
+#include "host_exec.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -208,11 +209,28 @@ void NoteKept(const ApplyPlan& plan, const std::string& project) {
   }
 }
 
+// The changes apply would bring (or leave as conflicts) to files the host runs or obeys on its
+// own: each path with what obeys it. Decided on the host, from the plan's paths.
+std::vector<std::pair<std::string, std::string>> HostExecChanges(const ApplyPlan& plan,
+                                                                 const Config& config) {
+  HostExecRules rules = HostExecRules::From(config);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : plan.changes) {
+    if (p.action != Action::kTake && p.action != Action::kConflict) continue;
+    if (auto why = rules.Why(p.path)) out.emplace_back(p.path, *why);
+  }
+  return out;
+}
+
 int Diff(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "diff");
   Connection c(o, config, t.sandbox);
   ApplyPlan plan = Plan(c, config, t.source);
   std::string diff = PlanDiff(c.Get(), t.source.name, plan);
+  // The marks come from the host, before the text the sandbox made.
+  for (const auto& [path, what] : HostExecChanges(plan, config)) {
+    std::cout << "# runs on the host: " << Printable(path) << " (" << what << ")\n";
+  }
   if (!diff.empty()) std::cout << Printable(o.stat ? DiffStat(diff) : diff, true) << std::flush;
   NoteKept(plan, t.source.word);
   return 0;
@@ -255,6 +273,17 @@ int Apply(const SyncLine& o, const Config& config) {
   }
   std::cout.flush();
   NoteKept(plan, word);
+  if (auto exec = HostExecChanges(plan, config); !exec.empty() && !o.allow_exec) {
+    std::vector<std::string> lines;
+    for (const auto& [path, what] : exec)
+      lines.push_back(Cat("  ", Printable(path), " (", what, ")"));
+    throw Error(kExitFailure,
+                Cat("the changes include ", Count(exec.size(), "file", "files"),
+                    " the host runs or obeys on its own; nothing was applied"),
+                lines,
+                {Cat("read them: ss diff ", word),
+                 Cat("apply them too: ss apply ", word, " --allow-exec")});
+  }
   if (takes == 0 && plan.refused.empty() && resolution == Resolution::kNone) {
     // Nothing to ask: only conflicts, and no way chosen to settle them.
   } else if (!Confirm(Cat("Apply them to ", DisplayPath(host_dir), "? [y/N]: "), o.yes)) {

@@ -73,6 +73,10 @@ const CommandTable& SyncCommands() {
                    .letter = 'y',
                    .help = "apply: do not ask for confirmation",
                    .commands = {"apply"}},
+                  {.name = "allow-exec",
+                   .help = "apply: bring files the host runs or obeys on its own too (hooks, "
+                           "agent and editor settings, .envrc: see ss-sync(1))",
+                   .commands = {"apply"}},
                   {.name = "ours",
                    .help = "apply: settle conflicts with the host's version",
                    .commands = {"apply"}},
@@ -102,6 +106,7 @@ SyncLine ParseSyncLine(const std::vector<std::string>& args) {
   o.timeout = line.Seconds("timeout", 60);
   o.json = line.Flag("json");
   o.yes = line.Flag("yes");
+  o.allow_exec = line.Flag("allow-exec");
   o.ours = line.Flag("ours");
   o.theirs = line.Flag("theirs");
   o.merge = line.Flag("merge");

@@ -20,6 +20,7 @@ struct SyncLine {
   int timeout = 60;
   bool json = false;
   bool yes = false;
+  bool allow_exec = false;
   bool ours = false, theirs = false, merge = false;
   bool help = false;
 };

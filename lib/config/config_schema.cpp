@@ -153,6 +153,10 @@ std::vector<KeySpec> BuildSchema() {
        .min = MinTransfer,
        .max = MaxTransfer,
        .default_value = DefaultTransfer});
+  add({.key = "review.flag",
+       .type = ValueType::kStringList,
+       .description = "more files ss diff marks and ss apply brings only with --allow-exec",
+       .default_value = DefaultEmptyList});
   add({.key = "projects.*.mode",
        .type = ValueType::kEnum,
        .description =

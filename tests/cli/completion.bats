@@ -68,7 +68,7 @@ bash_complete() {
   run bash_complete vm list --
   assert_output $'--sandbox\n--profile\n--json\n--help'
   run bash_complete apply --
-  assert_output $'--sandbox\n--project\n--timeout\n--yes\n--ours\n--theirs\n--merge\n--help'
+  assert_output $'--sandbox\n--project\n--timeout\n--yes\n--allow-exec\n--ours\n--theirs\n--merge\n--help'
   run bash_complete run . --
   assert_line "--copy"
   assert_line "--no-copy"

@@ -613,6 +613,36 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   in_copy 'sudo -n chmod 755 tool'
 }
 
+@test "files the host runs on its own: diff marks them, apply brings nothing without --allow-exec, even with --yes" {
+  ss apply ho-app --yes --allow-exec --theirs >/dev/null 2>&1 || true
+  in_copy 'mkdir -p .claude sub/deep .husky && printf "{\"hooks\":{\"Stop\":[]}}\n" > .claude/settings.json && echo "touch /tmp/ss-envrc-ran" > sub/deep/.envrc && printf "#!/bin/sh\n" > .husky/pre-commit && echo plain > plain.txt && printf "all:\n" > Makefile'
+  run ss diff ho-app
+  assert_success
+  assert_line "# runs on the host: .claude/settings.json (Claude Code (hooks, commands))"
+  assert_line "# runs on the host: sub/deep/.envrc (direnv)"
+  assert_line "# runs on the host: .husky/pre-commit (husky (git hooks))"
+  refute_line --partial "# runs on the host: plain.txt"
+  refute_line --partial "# runs on the host: Makefile"
+  run --separate-stderr ss apply ho-app --yes
+  assert_failure 1
+  [[ "$stderr" == *"error: the changes include 3 files the host runs or obeys on its own; nothing was applied"* ]] || { echo "$stderr"; false; }
+  [[ "$stderr" == *"sub/deep/.envrc (direnv)"* ]] || { echo "$stderr"; false; }
+  [[ "$stderr" == *"hint: apply them too: ss apply ho-app --allow-exec"* ]] || { echo "$stderr"; false; }
+  for f in .claude/settings.json sub/deep/.envrc .husky/pre-commit plain.txt Makefile; do
+    [ ! -e "$P/$f" ] || { echo "$f was applied"; false; }
+  done
+  # review.flag adds the user's own.
+  ss config set review.flag Makefile >/dev/null
+  run ss diff ho-app --stat
+  ss config set review.flag "" >/dev/null
+  assert_line "# runs on the host: Makefile (review.flag 'Makefile')"
+  run ss apply ho-app --yes --allow-exec
+  assert_success
+  assert_equal "$(cat "$P/sub/deep/.envrc")" "touch /tmp/ss-envrc-ran"
+  assert_equal "$(cat "$P/plain.txt")" "plain"
+  [ ! -e /tmp/ss-envrc-ran ]
+}
+
 @test "an ephemeral sandbox powered off from inside during its session is started and asked, never removed blind" {
   in_copy 'echo offline > offline.txt'
   ss config set "sandboxes.$SANDBOX.ephemeral" true >/dev/null
