@@ -1,6 +1,7 @@
 // ss-attach: sessions in a sandbox. `ss PROJECT` opens the agent in the project (starting the
 // sandbox when needed); the verbs of the LXD sandbox tool (shell, root, login, claude,
 // claude-run, claude-resume, exec, docker, logs) and `ss ssh-config` live here too.
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "egress.hpp"
 #include "error.hpp"
 #include "folders.hpp"
+#include "host_exec.hpp"
 #include "menu.hpp"
 #include "net_inject.hpp"
 #include "net_secrets.hpp"
@@ -376,6 +378,42 @@ int OpenSession(const AttachLine& o, Session& s, const std::string& title,
   return s.Interactive(agent, dir());
 }
 
+// A session in a shared folder (`host_dir`, the host's own): on its way out, for whatever reason,
+// it names the files it changed there that the host runs or obeys on its own.
+int NamingHostExecChanges(const std::string& host_dir, const Config& config,
+                          const std::function<int()>& session) {
+  // Change times come from a clock up to a tick (10 ms at 100 Hz) behind the real one.
+  struct timespec since {};
+  ::clock_gettime(CLOCK_REALTIME, &since);
+  since.tv_nsec -= 15'000'000;
+  if (since.tv_nsec < 0) {
+    since.tv_nsec += 1'000'000'000;
+    since.tv_sec -= 1;
+  }
+  auto name_them = [&] {
+    std::vector<HostExecChange> changed;
+    try {
+      changed = ChangedHostExec(host_dir, since, HostExecRules::From(config));
+    } catch (const Error&) {
+      return;  // a folder that cannot be read is said elsewhere
+    }
+    if (changed.empty()) return;
+    Warn(Cat("the session changed ", changed.size(), changed.size() == 1 ? " file" : " files",
+             " in ", DisplayPath(host_dir), " that the host runs or obeys on its own:"));
+    for (const auto& c : changed) Note(Cat("  ", Printable(c.path), " (", c.what, ")"));
+    Note("hint: read them before git, an editor or an agent opens the folder on the host");
+  };
+  int status = 0;
+  try {
+    status = session();
+  } catch (...) {
+    name_them();
+    throw;
+  }
+  name_them();
+  return status;
+}
+
 int OpenProject(const AttachLine& o) {
   const std::string& name = o.words.empty() ? std::string() : o.words[0];
   if (o.words.size() > 1) {
@@ -385,7 +423,9 @@ int OpenProject(const AttachLine& o) {
   RequireProject(name);
   if (!o.has_command) CheckForUpdates();
   Session s(o);
-  return OpenSession(o, s, name, [&] { return s.Dir(name); });
+  auto session = [&] { return OpenSession(o, s, name, [&] { return s.Dir(name); }); };
+  if (IsCopyMode(s.config(), name)) return session();
+  return NamingHostExecChanges(ProjectStore().ProjectPath(name), s.config(), session);
 }
 
 // --copy and --no-copy: the folder's mode, recorded while its sandbox is not made (the mode
@@ -430,7 +470,9 @@ int RunFolder(const AttachLine& o) {
   ChooseFolderMode(o, folder);
   if (!o.has_command) CheckForUpdates();
   Session s(o, &folder);
-  return OpenSession(o, s, folder.name, [&] { return s.Dir(""); });
+  auto session = [&] { return OpenSession(o, s, folder.name, [&] { return s.Dir(""); }); };
+  if (folder.copy || o.no_mount) return session();
+  return NamingHostExecChanges(folder.path, s.config(), session);
 }
 
 // Opens `name` as `ss NAME` does.

@@ -1,7 +1,15 @@
 #include "host_exec.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
 #include "config.hpp"
 #include "exclude_rules.hpp"
+#include "fd.hpp"
+#include "fs_at.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -55,6 +63,82 @@ std::optional<std::string> HostExecRules::Why(std::string_view path) const {
     if (ExcludeRules({pattern}).Why(parts, false)) return Cat("review.flag ", Quoted(pattern));
   }
   return std::nullopt;
+}
+
+namespace {
+
+bool AtOrAfter(const struct timespec& t, const struct timespec& since) {
+  return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
+}
+
+// Inside the top .git: what git runs or obeys (not its objects, refs or logs).
+bool GitObeys(std::string_view rest) {
+  return rest == "config" || rest == "config.worktree" || rest == "commondir" ||
+         rest.starts_with("hooks/") || rest.starts_with("info/") ||
+         rest.starts_with("worktrees/") ||
+         (rest.starts_with("modules/") &&
+          (rest.ends_with("/config") || rest.find("/hooks/") != std::string_view::npos));
+}
+
+struct Walk {
+  const HostExecRules& rules;
+  struct timespec since;
+  std::vector<HostExecChange> out;
+  size_t seen = 0;
+
+  void Dir(int fd, const std::string& rel, bool in_git) {
+    for (const auto& [name, type] : ReadDirAt(fd)) {
+      if (++seen > 500000) return;  // a bound on the time a huge folder takes
+      std::string path = rel.empty() ? name : Cat(rel, "/", name);
+      struct stat st {};
+      if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      bool changed = AtOrAfter(st.st_ctim, since);
+      bool dir = S_ISDIR(st.st_mode);
+      if (!in_git && IsGitName(name)) {
+        if (!rel.empty() || !dir) {
+          // Another repository below the top, or the top one replaced by a file (gitdir: ...).
+          if (changed) out.push_back({path, "git (a repository with settings of its own)"});
+          continue;
+        }
+        Descend(fd, name, path, true);
+        continue;
+      }
+      if (in_git) {
+        std::string_view rest = std::string_view(path).substr(path.find('/') + 1);
+        if (dir) {
+          if (rest == "objects" || rest == "refs" || rest == "logs" || rest == "lfs") continue;
+          Descend(fd, name, path, true);
+        } else if (changed && GitObeys(rest)) {
+          out.push_back({path, "git"});
+        }
+        continue;
+      }
+      if (dir) {
+        if (name == "node_modules") continue;
+        Descend(fd, name, path, false);
+      } else if (changed) {
+        if (auto why = rules.Why(path)) out.push_back({path, *why});
+      }
+    }
+  }
+
+  void Descend(int parent, const std::string& name, const std::string& path, bool in_git) {
+    Fd sub(OpenDirAt(parent, name));
+    if (sub.ok()) Dir(sub.get(), path, in_git);
+  }
+};
+
+}  // namespace
+
+std::vector<HostExecChange> ChangedHostExec(const std::string& dir, const struct timespec& since,
+                                            const HostExecRules& rules) {
+  Fd top(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!top.ok()) return {};
+  Walk walk{rules, since, {}, 0};
+  walk.Dir(top.get(), "", false);
+  std::sort(walk.out.begin(), walk.out.end(),
+            [](const HostExecChange& a, const HostExecChange& b) { return a.path < b.path; });
+  return std::move(walk.out);
 }
 
 }  // namespace ss

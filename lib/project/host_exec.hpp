@@ -8,6 +8,8 @@
 // folder and all it holds.
 #pragma once
 
+#include <time.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,5 +40,17 @@ class HostExecRules {
  private:
   std::vector<std::string> extra_;
 };
+
+// A file of the host's project folder `dir` the host runs or obeys, changed (its inode's change
+// time) at or after `since`: what a session in a shared folder changed, for the warning at its
+// end. In .git: its settings, hooks, info and the settings and hooks of submodules; a .git
+// anywhere below the top (another repository, with settings of its own); the top .git replaced.
+// node_modules and .git's objects, refs and logs are not walked; links are never followed.
+struct HostExecChange {
+  std::string path;  // relative to `dir`
+  std::string what;
+};
+std::vector<HostExecChange> ChangedHostExec(const std::string& dir, const struct timespec& since,
+                                            const HostExecRules& rules);
 
 }  // namespace ss

@@ -643,6 +643,25 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   [ ! -e /tmp/ss-envrc-ran ]
 }
 
+@test "a session in a shared project names, on its way out, the files it changed there that the host runs or obeys" {
+  ss new ho-shared >/dev/null
+  ss ho-shared -- true
+  run --separate-stderr ss ho-shared -- sh -c 'printf "[core]\n\tfsmonitor = touch /tmp/ss-pwned\n" >> .git/config && mkdir -p .claude lib/.git && echo "{}" > .claude/settings.json && echo "[core]" > lib/.git/config && echo ok > plain.txt'
+  assert_success
+  assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 3 files in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
+  assert_equal "${stderr_lines[1]}" "  .claude/settings.json (Claude Code (hooks, commands))"
+  assert_equal "${stderr_lines[2]}" "  .git/config (git)"
+  assert_equal "${stderr_lines[3]}" "  lib/.git (git (a repository with settings of its own))"
+  assert_equal "${stderr_lines[4]}" "hint: read them before git, an editor or an agent opens the folder on the host"
+  # A session that changes none of them says nothing; nor does one that ends in an error.
+  run --separate-stderr ss ho-shared -- sh -c 'echo again > plain.txt'
+  assert_success
+  assert_equal "$stderr" ""
+  run --separate-stderr ss ho-shared -- sh -c 'echo hook > .envrc; exit 3'
+  assert_failure 3
+  assert_equal "${stderr_lines[1]}" "  .envrc (direnv)"
+}
+
 @test "an ephemeral sandbox powered off from inside during its session is started and asked, never removed blind" {
   in_copy 'echo offline > offline.txt'
   ss config set "sandboxes.$SANDBOX.ephemeral" true >/dev/null

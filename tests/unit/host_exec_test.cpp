@@ -2,7 +2,14 @@
 // patterns, and what is not one.
 #include "host_exec.hpp"
 
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "config.hpp"
+#include "fs.hpp"
 #include "gtest/gtest.h"
 
 namespace ss {
@@ -10,14 +17,31 @@ namespace {
 
 TEST(HostExec, TheBuiltInListAtAnyDepth) {
   HostExecRules rules;
-  for (const char* path :
-       {".git/hooks/pre-commit", "sub/.git/config", "a/.GIT/HEAD", ".gitattributes",
-        "vendor/lib/.gitattributes", ".gitmodules", ".envrc", "services/api/.envrc",
-        ".claude/settings.json", ".claude/settings.local.json", ".claude/commands/x.md",
-        "pkg/.claude/hooks/h.sh", ".mcp.json", ".vscode/tasks.json", ".vscode/settings.json",
-        ".husky/pre-commit", ".husky/_/husky.sh", ".pre-commit-config.yaml", "lefthook.yml",
-        ".devcontainer/devcontainer.json", ".idea/workspace.xml", ".gemini/settings.json",
-        ".codex/config.toml", "opencode.json", ".zed/tasks.json"}) {
+  for (const char* path : {".git/hooks/pre-commit",
+                           "sub/.git/config",
+                           "a/.GIT/HEAD",
+                           ".gitattributes",
+                           "vendor/lib/.gitattributes",
+                           ".gitmodules",
+                           ".envrc",
+                           "services/api/.envrc",
+                           ".claude/settings.json",
+                           ".claude/settings.local.json",
+                           ".claude/commands/x.md",
+                           "pkg/.claude/hooks/h.sh",
+                           ".mcp.json",
+                           ".vscode/tasks.json",
+                           ".vscode/settings.json",
+                           ".husky/pre-commit",
+                           ".husky/_/husky.sh",
+                           ".pre-commit-config.yaml",
+                           "lefthook.yml",
+                           ".devcontainer/devcontainer.json",
+                           ".idea/workspace.xml",
+                           ".gemini/settings.json",
+                           ".codex/config.toml",
+                           "opencode.json",
+                           ".zed/tasks.json"}) {
     EXPECT_TRUE(rules.Why(path)) << path;
   }
   EXPECT_EQ(rules.Why(".claude/settings.json"), "Claude Code (hooks, commands)");
@@ -44,6 +68,52 @@ TEST(HostExec, ReviewFlagAddsPatterns) {
   Config c = Config::Parse("review.flag: [package.json]\n", "c.yaml");
   EXPECT_EQ(HostExecRules::From(c).Why("package.json"), "review.flag 'package.json'");
   EXPECT_TRUE(HostExecRules::From(c).Why(".envrc"));
+}
+
+// What a session in a shared folder changed that the host obeys: by change time (which nothing in
+// the sandbox can set back), in .git only what git runs or obeys, never through a link.
+TEST(HostExec, ChangedSinceASessionStarted) {
+  TempDir tmp;
+  std::string d = tmp.path();
+  auto write = [&](const std::string& rel, const std::string& text = "x") {
+    std::string path = d + "/" + rel;
+    MakeDirs(path.substr(0, path.rfind('/')), 0755);
+    AtomicWrite(path, text, 0644);
+  };
+  write(".git/config");
+  write(".git/objects/aa/bb");
+  write(".claude/settings.json");
+  write("old/.envrc");
+  struct timespec before {};
+  ::usleep(30000);  // change times come from a clock a few milliseconds coarse
+  ::clock_gettime(CLOCK_REALTIME, &before);
+  ::usleep(30000);
+  write(".git/config", "[core]\n\tfsmonitor = touch /tmp/x\n");
+  write(".git/hooks/pre-commit");
+  write(".git/objects/cc/dd");
+  write(".git/refs/heads/main");
+  write(".git/index");
+  write("sub/.git/config");  // a repository of its own below the top
+  write("deep/er/.envrc");
+  write("node_modules/x/.envrc");  // not walked
+  write("src/main.cpp");
+  write("Makefile");
+  ASSERT_EQ(::symlink("/etc", (d + "/link").c_str()), 0);
+  std::vector<std::string> got;
+  for (const auto& c : ChangedHostExec(d, before, HostExecRules({"Makefile"}))) {
+    got.push_back(c.path + " " + c.what);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got,
+            (std::vector<std::string>{".git/config git", ".git/hooks/pre-commit git",
+                                      "Makefile review.flag 'Makefile'", "deep/er/.envrc direnv",
+                                      "sub/.git git (a repository with settings of its own)"}));
+  // The top .git replaced by a file that points elsewhere.
+  RemoveTree(d + "/.git");
+  write(".git", "gitdir: /tmp/elsewhere\n");
+  bool named = false;
+  for (const auto& c : ChangedHostExec(d, before, HostExecRules())) named |= c.path == ".git";
+  EXPECT_TRUE(named);
 }
 
 }  // namespace
