@@ -44,18 +44,22 @@ bool UseColor(int fd) {
   return IsTty(fd);
 }
 
+// Messages carry what others said (a sandbox's stderr, a file's name): control characters in
+// them are shown (^[), never sent to the terminal, where an escape sequence could set the
+// clipboard or redraw the screen.
 std::string FormatError(const Error& e) {
   std::string out;
+  std::string what = Printable(e.what(), true);
   if (e.block()) {
-    out = Cat("Error: ", e.what(), "\n");
+    out = Cat("Error: ", what, "\n");
   } else if (e.plain()) {
-    out = Cat(ToolName(), ": ", e.what(), "\n");
+    out = Cat(ToolName(), ": ", what, "\n");
   } else {
     bool color = UseColor(STDERR_FILENO);
-    out = Cat(ToolName(), ": ", color ? "\033[1;31merror\033[0m" : "error", ": ", e.what(), "\n");
+    out = Cat(ToolName(), ": ", color ? "\033[1;31merror\033[0m" : "error", ": ", what, "\n");
   }
-  for (const auto& line : e.details()) out += Cat(line, "\n");
-  for (const auto& hint : e.hints()) out += Cat("hint: ", hint, "\n");
+  for (const auto& line : e.details()) out += Cat(Printable(line, true), "\n");
+  for (const auto& hint : e.hints()) out += Cat("hint: ", Printable(hint, true), "\n");
   return out;
 }
 
@@ -63,11 +67,11 @@ void PrintError(const Error& e) { WriteErr(FormatError(e)); }
 
 void Warn(std::string_view message) {
   bool color = UseColor(STDERR_FILENO);
-  WriteErr(
-      Cat(ToolName(), ": ", color ? "\033[1;33mwarning\033[0m" : "warning", ": ", message, "\n"));
+  WriteErr(Cat(ToolName(), ": ", color ? "\033[1;33mwarning\033[0m" : "warning", ": ",
+               Printable(message, true), "\n"));
 }
 
-void Note(std::string_view line) { WriteErr(Cat(line, "\n")); }
+void Note(std::string_view line) { WriteErr(Cat(Printable(line, true), "\n")); }
 
 bool DebugEnabled() {
   static const bool enabled = [] {

@@ -20,6 +20,7 @@
 #include "ssh.hpp"
 #include "strings.hpp"
 #include "sync.hpp"
+#include "transfer.hpp"
 #include "working_copy.hpp"
 
 namespace ss {
@@ -74,6 +75,10 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
   Fd in(::open(list_file.c_str(), O_RDONLY | O_CLOEXEC));
   so.in_fd = in.get();
   so.out_fd = fd.get();
+  // Bounded as every stream from the sandbox is: sync.max_size.
+  ArchiveLimit limit{Config::Load().Int("sync.max_size"), Cat("sandbox '", sandbox, "'")};
+  so.max_output = limit.bytes;
+  so.out_over_limit = std::make_shared<bool>(false);
   int status = -1;
   try {
     status = conn.ExecStream({"tar", "-C", "/home/sandbox/projects", "--format=posix", "-czf", "-",
@@ -87,6 +92,11 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
   fd.Close();
   in.Close();
   ::unlink(list_file.c_str());
+  if (*so.out_over_limit) {
+    ::unlink(tmp.c_str());
+    ::rmdir(dir.c_str());
+    throw TooLarge(limit, Cat("the saved copy of ", Join(paths, ", ")));
+  }
   if (status != 0 || !synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     throw Error(kExitIoErr, Cat("cannot save ", Join(paths, ", "), " from the sandbox to ", dir,

@@ -64,8 +64,9 @@ struct ExecOptions {
   EnvList secret_env;
   // Remote working directory ("~/x" is relative to the home); empty: the home.
   std::string cwd;
-  // The most stdout may bring (and stderr, each): past it the channel is closed and the result
-  // says so (over_limit). Negative: no limit.
+  // The most stdout may bring: past it the channel is closed and the result says so
+  // (over_limit). Negative: 512 MiB, past which Exec throws ss::Error (65) rather than return
+  // a cut output. Of stderr the first MiB is kept, the rest read and dropped.
   int64_t max_output = -1;
 };
 
@@ -88,6 +89,8 @@ struct StreamOptions {
   // given). Negative: no limit.
   int64_t max_output = -1;
   std::shared_ptr<bool> out_over_limit;
+  // The most of stderr written to err_fd; the rest is read and dropped. Negative: all of it.
+  int64_t max_err = -1;
 };
 
 struct InteractiveOptions {

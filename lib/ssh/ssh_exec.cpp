@@ -2,6 +2,7 @@
 #include <libssh/libssh.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <asio/signal_set.hpp>
 #include <optional>
 #include <set>
@@ -48,6 +49,32 @@ class LimitedSink : public ssh_detail::Sink {
   std::shared_ptr<bool> over_;
 };
 
+// Passes output on until `keep` bytes, then takes the rest in and drops it: a command's stderr,
+// read for messages only, never grows past that on the host whatever the other side sends.
+class KeepFirstSink : public ssh_detail::Sink {
+ public:
+  KeepFirstSink(std::shared_ptr<ssh_detail::Sink> inner, int64_t keep)
+      : inner_(std::move(inner)), left_(keep) {}
+  long Write(const char* data, size_t n) override {
+    if (left_ <= 0) return static_cast<long>(n);
+    size_t take = std::min<size_t>(n, static_cast<size_t>(left_));
+    long put = inner_->Write(data, take);
+    if (put > 0) left_ -= put;
+    return put;
+  }
+  void WaitWritable(ssh_detail::Ready ready) override { inner_->WaitWritable(std::move(ready)); }
+  void Finish() override { inner_->Finish(); }
+
+ private:
+  std::shared_ptr<ssh_detail::Sink> inner_;
+  int64_t left_;
+};
+
+// What is kept of a command's stderr; and of its stdout when the caller sets no bound, the most
+// it may send before the command is stopped and the call fails (never silently cut).
+constexpr int64_t kKeptErr = 1 << 20;
+constexpr int64_t kDefaultMaxOutput = int64_t{512} << 20;
+
 std::shared_ptr<ssh_detail::Sink> Limited(std::shared_ptr<ssh_detail::Sink> sink, int64_t limit,
                                           std::shared_ptr<bool> over) {
   if (limit < 0) return sink;
@@ -85,8 +112,8 @@ SshChannel SshConnection::ExecAsync(const std::vector<std::string>& argv,
   if (options.input) parts.push_back(std::make_shared<StringSource>(*options.input));
   if (!parts.empty()) spec.in = std::make_shared<ChainSource>(std::move(parts));
   auto over = std::make_shared<bool>(false);
-  spec.out = Limited(out, options.max_output, over);
-  spec.err = Limited(err, options.max_output, over);
+  spec.out = Limited(out, options.max_output < 0 ? kDefaultMaxOutput : options.max_output, over);
+  spec.err = std::make_shared<KeepFirstSink>(err, kKeptErr);
   spec.on_end = [out, err, over, done = std::move(done)](const ChannelEnd& end) {
     ExecResult r;
     r.status = RemoteExitStatus(end.exit_status, end.exit_signal);
@@ -115,6 +142,10 @@ ExecResult SshConnection::Exec(const std::vector<std::string>& argv, const ExecO
     throw Error(kExitRemote, Cat("cannot run '", argv[0], "' in ", Subject()),
                 {Cat("  ", state->error)});
   }
+  if (state->result->over_limit && options.max_output < 0) {
+    throw Error(kExitDataErr, Cat("'", argv[0], "' in ", Subject(), " printed more than ",
+                                  kDefaultMaxOutput >> 20, " MiB; stopped there"));
+  }
   return std::move(*state->result);
 }
 
@@ -133,7 +164,10 @@ SshChannel SshConnection::ExecStreamAsync(const std::vector<std::string>& argv,
     spec.out = Limited(std::make_shared<FdIo>(io, options.out_fd), options.max_output,
                        options.out_over_limit);
   }
-  if (options.err_fd >= 0) spec.err = std::make_shared<FdIo>(io, options.err_fd);
+  if (options.err_fd >= 0) {
+    spec.err = std::make_shared<FdIo>(io, options.err_fd);
+    if (options.max_err >= 0) spec.err = std::make_shared<KeepFirstSink>(spec.err, options.max_err);
+  }
   spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
     if (!end.error.empty()) {
       done(kExitRemote, end.lost ? lost : end.error);

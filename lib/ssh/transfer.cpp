@@ -171,6 +171,7 @@ ReceivedArchive::ReceivedArchive(SshConnection& conn, const std::vector<std::str
   }
   so.out_fd = fd_.get();
   so.err_fd = err_fd.get();
+  so.max_err = 64 << 10;  // for the message; the rest is dropped
   so.max_output = limit_.bytes;
   so.out_over_limit = std::make_shared<bool>(false);
   status_ = conn.ExecStream(tar_argv, so);

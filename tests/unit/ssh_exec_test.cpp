@@ -168,8 +168,9 @@ TEST(SshExec, StdoutStderrAndStdinStaySeparateWithLargeData) {
   EXPECT_EQ(up.status, 0);
   EXPECT_TRUE(up.out == *o.input) << up.out.size();
   EXPECT_EQ(up.err, "done");
+  // stderr is for messages: its first MiB is kept, in order, the rest read and dropped.
   ExecResult to_err = conn.Exec({"sh", "-c", "cat >&2"}, o);
-  EXPECT_TRUE(to_err.err == *o.input) << to_err.err.size();
+  EXPECT_TRUE(to_err.err == o.input->substr(0, 1 << 20)) << to_err.err.size();
   EXPECT_EQ(to_err.out, "");
   ExecResult none = conn.Exec({"cat"});
   EXPECT_EQ(none.out, "");  // stdin is empty without input
@@ -310,6 +311,21 @@ TEST(SshStream, OutputPastItsLimitIsCutAndSaidSo) {
   EXPECT_TRUE(r.over_limit);
   EXPECT_LE(r.out.size(), 1000u);
   EXPECT_FALSE(conn.Exec({"true"}, e).over_limit);
+  // stderr, read for messages only: the first MiB is kept, the rest dropped, and the command
+  // runs to its end.
+  ExecResult noisy = conn.Exec({"sh", "-c", "head -c 8000000 /dev/zero >&2; echo done"});
+  EXPECT_EQ(noisy.status, 0);
+  EXPECT_EQ(noisy.out, "done\n");
+  EXPECT_EQ(noisy.err.size(), size_t{1} << 20);
+  int err = ::open((dir.path() + "/err").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  StreamOptions s;
+  s.in_fd = -1;
+  s.out_fd = -1;
+  s.err_fd = err;
+  s.max_err = 4096;
+  EXPECT_EQ(conn.ExecStream({"sh", "-c", "head -c 3000000 /dev/zero >&2"}, s), 0);
+  ::close(err);
+  EXPECT_EQ(ReadFile(dir.path() + "/err").size(), 4096u);
 }
 
 TEST(SshStream, PipesBothWaysWithBackpressure) {
