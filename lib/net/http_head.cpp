@@ -126,6 +126,27 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url) {
   return u;
 }
 
+bool SameHostName(std::string_view a, std::string_view b) {
+  if (a.ends_with('.')) a.remove_suffix(1);
+  if (b.ends_with('.')) b.remove_suffix(1);
+  return ToLower(a) == ToLower(b);
+}
+
+std::string HostHeaderProblem(const HttpHead& head, std::string_view host) {
+  int seen = 0;
+  for (const auto& [key, value] : head.headers) {
+    if (ToLower(key) != "host") continue;
+    if (++seen > 1) return Cat("the request has more than one Host header (it is for ", host, ")");
+    auto named = ParseHostPort(value, 80);
+    if (!named) return Cat("the Host header ", Quoted(value), " is not a host[:port]");
+    if (!SameHostName(named->host, host)) {
+      return Cat("the Host header ", Quoted(value), " does not name ", host,
+                 ", the host the request is for");
+    }
+  }
+  return std::string();
+}
+
 std::string ForwardedHead(const HttpHead& head, std::string_view target) {
   std::string out = Cat(head.method, " ", target, " ", head.version, "\r\n");
   for (const auto& [key, value] : head.headers) {

@@ -49,6 +49,14 @@ struct HostPort {
 // required). Nothing for anything else.
 std::optional<HostPort> ParseHostPort(std::string_view text, int default_port);
 
+// Whether two host names are the same: in any case, a trailing dot ignored.
+bool SameHostName(std::string_view a, std::string_view b);
+
+// Why a request for `host` (decided on) may not go on with the Host headers it has, or "" when
+// it may: a server behind `host` may serve other names too and routes by the Host header, so
+// there is at most one, and it names `host` (its port is not compared).
+std::string HostHeaderProblem(const HttpHead& head, std::string_view host);
+
 // "http://host[:port]/path?query" → its host and port, and the origin-form path ("/path?query").
 struct HttpUrl {
   HostPort authority;

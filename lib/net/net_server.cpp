@@ -661,27 +661,104 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   }
 
   // Decides, connects, and splices; a denial or a failure is answered by `refuse` instead.
-  // `initial` is sent upstream first.
+  // `initial` is sent upstream first. `established` (a CONNECT's answer) is sent to the client
+  // once connected; what the client sends first then is checked by CheckTunnelStart. A request
+  // with `host_problem` (HostHeaderProblem) is refused when its destination is allowed, before
+  // anything is sent there.
   template <typename Refuse>
   awaitable<void> Pass(tcp::socket& client, nlohmann::json event, const std::string& host, int port,
-                       std::string initial, std::string established, Refuse refuse) {
+                       std::string initial, std::string established, Refuse refuse,
+                       std::string host_problem = std::string()) {
     std::optional<tcp::socket> upstream = co_await Open(event, host, port, refuse);
     if (!upstream) co_return;
+    if (!host_problem.empty()) {
+      event.update({{"verdict", "deny"}, {"rule", "host"}, {"reason", host_problem}});
+      Log(event);
+      std::error_code ignored;
+      upstream->close(ignored);
+      co_await refuse(403, host_problem);
+      co_return;
+    }
     uint64_t out = 0, in = 0;
+    bool denied = false;
     try {
       if (!established.empty()) {
         co_await asio::async_write(client, asio::buffer(established), use_awaitable);
+        // The server may speak first (SSH, SMTP): its bytes flow while the client's first ones
+        // are awaited and checked.
+        using namespace asio::experimental::awaitable_operators;
+        co_await (Pump(*upstream, client, in) && CheckTunnelStart(client, *upstream, event, host,
+                                                                  std::move(initial), out, denied));
+      } else {
+        if (!initial.empty()) {
+          co_await asio::async_write(*upstream, asio::buffer(initial), use_awaitable);
+          out += initial.size();
+        }
+        co_await Splice(client, *upstream, out, in);
       }
-      if (!initial.empty()) {
-        co_await asio::async_write(*upstream, asio::buffer(initial), use_awaitable);
-        out += initial.size();
-      }
-      co_await Splice(client, *upstream, out, in);
     } catch (const std::system_error&) {
     }
+    if (denied) co_return;
     event["bytes_out"] = out;
     event["bytes_in"] = in;
     Log(event);
+  }
+
+  // A CONNECT tunnel's client side: its first bytes (`initial`, those read with the CONNECT, and
+  // more), when they start a TLS ClientHello, are read whole (within the head timeout) and its
+  // server name must be the CONNECT host (TunnelHelloProblem); otherwise the tunnel is closed
+  // before any of them goes upstream, and the denial logged. Then the client's bytes are pumped.
+  awaitable<void> CheckTunnelStart(tcp::socket& client, tcp::socket& upstream,
+                                   const nlohmann::json& event, const std::string& host,
+                                   std::string initial, uint64_t& out, bool& denied) {
+    std::string bytes = std::move(initial);
+    std::vector<char> data(4096);
+    try {
+      if (bytes.empty()) {
+        size_t n = co_await client.async_read_some(asio::buffer(data), use_awaitable);
+        bytes.append(data.data(), n);
+      }
+    } catch (const std::system_error&) {
+      std::error_code ignored;
+      upstream.shutdown(tcp::socket::shutdown_send, ignored);
+      co_return;
+    }
+    ClientHello hello;
+    hello.status = ClientHello::kNotTls;
+    if (static_cast<uint8_t>(bytes[0]) == 22) {
+      auto complete = [&](const std::string& b) {
+        hello = ParseClientHello(b);
+        return hello.status != ClientHello::kNeedMore;
+      };
+      if (!co_await ReadStart(client, bytes, kMaxClientHello, complete)) {
+        hello.status = ClientHello::kNeedMore;
+      }
+    }
+    std::string why = TunnelHelloProblem(hello, host);
+    if (!why.empty()) {
+      nlohmann::json e = event;
+      e["verdict"] = "deny";
+      e["rule"] = "sni";
+      if (!hello.sni.empty()) e["sni"] = hello.sni;
+      e["reason"] = why;
+      Log(e);
+      denied = true;
+      std::error_code ignored;
+      client.set_option(asio::socket_base::linger(true, 0), ignored);
+      client.close(ignored);
+      upstream.close(ignored);
+      co_return;
+    }
+    try {
+      co_await asio::async_write(upstream, asio::buffer(bytes), use_awaitable);
+      out += bytes.size();
+    } catch (const std::system_error&) {
+      std::error_code ignored;
+      client.close(ignored);
+      upstream.close(ignored);
+      co_return;
+    }
+    co_await Pump(client, upstream, out);
   }
 
   // A placeholder on its way out in clear (plain HTTP): refused wherever it goes, since the real
@@ -1002,7 +1079,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
     std::string forwarded = ForwardedHead(*head, url->path) + rest;
     co_await Pass(client, event, url->authority.host, url->authority.port, forwarded, std::string(),
-                  refuse);
+                  refuse, HostHeaderProblem(*head, url->authority.host));
   }
 
   // ----- transparent interception -----
@@ -1097,7 +1174,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     // The port is where the sandbox connected; the Host header names only the server.
     co_await Pass(client, event, hp->host, port,
                   ForwardedHead(*head, head->target) + bytes.substr(head->size), std::string(),
-                  refuse);
+                  refuse, HostHeaderProblem(*head, hp->host));
   }
 
   // ----- the resolver -----

@@ -2,6 +2,9 @@
 
 #include <cstdint>
 
+#include "http_head.hpp"
+#include "strings.hpp"
+
 namespace ss {
 namespace {
 
@@ -142,6 +145,27 @@ ClientHello ParseClientHello(std::string_view bytes) {
   if (!extensions.ok()) return hello;
   hello.status = ClientHello::kDone;
   return hello;
+}
+
+std::string TunnelHelloProblem(const ClientHello& hello, std::string_view host) {
+  switch (hello.status) {
+    case ClientHello::kNotTls:
+      return std::string();
+    case ClientHello::kNeedMore:
+      return "an incomplete TLS ClientHello";
+    case ClientHello::kBad:
+      return "not a well-formed TLS ClientHello";
+    case ClientHello::kDone:
+      break;
+  }
+  if (hello.ech) {
+    return Cat("an encrypted ClientHello hides the server name (the tunnel is for ", host,
+               " only)");
+  }
+  if (!hello.sni.empty() && !SameHostName(hello.sni, host)) {
+    return Cat("the TLS server name ", Quoted(hello.sni), " is not the CONNECT host ", host);
+  }
+  return std::string();
 }
 
 }  // namespace ss

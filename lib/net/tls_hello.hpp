@@ -24,4 +24,11 @@ inline constexpr size_t kMaxClientHello = 64 * 1024;
 
 ClientHello ParseClientHello(std::string_view bytes);
 
+// Why a tunnel opened by CONNECT to `host` may not go on with the ClientHello its client sent
+// first (complete: kDone, kBad or kNotTls), or "" when it may. The server name must be `host`
+// or absent: the server behind `host` may serve other names too, and routes by the one asked
+// for (domain fronting). A malformed hello and an encrypted one (which hides the real name) are
+// refused; bytes that are not TLS at all are not this check's to judge.
+std::string TunnelHelloProblem(const ClientHello& hello, std::string_view host);
+
 }  // namespace ss

@@ -163,6 +163,69 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
   [ "${#lines[@]}" -eq "$(LOG | wc -l)" ]
 }
 
+# raw_tunnel HOST:PORT: a CONNECT to HOST:PORT through ss-net's proxy that sends nothing after
+# it; prints what comes back within two seconds (the server may speak first).
+raw_tunnel() {
+  in_ns bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}"; printf "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" "$2" "$2" >&3
+    timeout 2 cat <&3 | tr -d "\r"' _ "$PROXY" "$1"
+}
+
+@test "net: a tunnel carries TLS for its CONNECT host only, and a proxy request's Host names its target: no fronting" {
+  fake_internet
+  # A server that speaks first (as SSH does), at the outside.
+  NS=$OUT background "$W/banner.port" python3 -c '
+import socket
+s = socket.socket()
+s.bind(("203.0.113.2", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"SSH-2.0-stand-in\r\n")
+    c.close()'
+  BANNER_PORT=$(cat "$W/banner.port")
+  ss net allow allowed.test --sandbox box >/dev/null
+  serve --proxy 127.0.0.1:0
+  # The CONNECT host's own name, in TLS, passes; so does a hello without a name.
+  run in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" "https://allowed.test:$HTTPS_PORT/"
+  assert_output "hello from outside"
+  run in_ns bash -c "echo | openssl s_client -proxy '$PROXY' -connect 'allowed.test:$HTTPS_PORT' -noservername 2>&1"
+  assert_output --partial "CONNECTED"
+  assert_output --partial "subject=CN"
+  # Fronting: CONNECT allowed.test, a ClientHello for evil.test (curl, openssl, in another case).
+  run in_ns curl -sS --proxy "http://$PROXY" --cacert "$W/tls.crt" \
+    --connect-to "evil.test:$HTTPS_PORT:allowed.test:$HTTPS_PORT" "https://evil.test:$HTTPS_PORT/front"
+  assert_failure
+  refute_output --partial "hello from outside"
+  run in_ns bash -c "echo | openssl s_client -proxy '$PROXY' -connect 'allowed.test:$HTTPS_PORT' -servername EVIL.test 2>&1"
+  refute_output --partial "subject=CN"
+  LOG | jq -e -s "map(select(.kind == \"connect\" and .verdict == \"deny\" and .rule == \"sni\"
+    and .destination == \"allowed.test\" and .port == $HTTPS_PORT and .sni == \"evil.test\"
+    and .reason == \"the TLS server name 'evil.test' is not the CONNECT host allowed.test\")) | length == 1"
+  LOG | jq -e -s 'map(select(.rule == "sni" and .sni == "EVIL.test")) | length == 1'
+  # The sandbox reads why.
+  run in_ns curl -s "http://$PROXY/denials"
+  assert_line --regexp "^[0-9T:Z-]+ connect allowed.test:$HTTPS_PORT: the TLS server name 'evil.test' is not the CONNECT host allowed.test$"
+  # Not TLS: plain HTTP through a tunnel, and a server that speaks first, pass as before.
+  run in_ns curl -sS -p --proxy "http://$PROXY" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  ss net allow "allowed.test:$BANNER_PORT" --sandbox box >/dev/null
+  run raw_tunnel "allowed.test:$BANNER_PORT"
+  assert_output --partial "SSH-2.0-stand-in"
+  # Plain HTTP: the Host header names the URL's host, once.
+  run in_ns curl -s -w '%{http_code}' --proxy "http://$PROXY" -H "Host: evil.test" "http://allowed.test:$HTTP_PORT/"
+  assert_output "ss-net: the Host header 'evil.test' does not name allowed.test, the host the request is for
+403"
+  run in_ns curl -sS --proxy "http://$PROXY" -H "Host: ALLOWED.test.:$HTTP_PORT" "http://allowed.test:$HTTP_PORT/"
+  assert_output "hello from outside"
+  run in_ns bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}"
+    printf "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test\r\nHost: evil.test\r\n\r\n" "$2" >&3
+    timeout 5 cat <&3 | tr -d "\r"' _ "$PROXY" "$HTTP_PORT"
+  assert_line "HTTP/1.1 403 Forbidden"
+  assert_line "ss-net: the request has more than one Host header (it is for allowed.test)"
+  LOG | jq -e -s 'map(select(.kind == "http" and .verdict == "deny" and .rule == "host")) | length == 2'
+}
+
 @test "net: a policy change counts for the next connection, without a restart" {
   fake_internet
   ss net allow allowed.test --sandbox box >/dev/null

@@ -53,6 +53,25 @@ TEST(HttpHead, HostsPortsAndUrls) {
   EXPECT_FALSE(ParseHttpUrl("/relative"));
 }
 
+TEST(HttpHead, TheHostHeaderNamesTheHostDecidedOn) {
+  auto problem = [](const std::string& headers, const char* host) {
+    auto head = ParseHttpHead("GET http://x/ HTTP/1.1\r\n" + headers + "\r\n");
+    EXPECT_TRUE(head) << headers;
+    return head ? HostHeaderProblem(*head, host) : std::string("unparsed");
+  };
+  EXPECT_EQ(problem("Host: allowed.test\r\n", "allowed.test"), "");
+  EXPECT_EQ(problem("host: Allowed.Test.:8080\r\n", "allowed.test"), "");
+  EXPECT_EQ(problem("Host: [2001:db8::1]:80\r\n", "2001:db8::1"), "");
+  EXPECT_EQ(problem("Accept: */*\r\n", "allowed.test"), "");  // none: HTTP/1.0 clients
+  EXPECT_EQ(problem("Host: evil.test\r\n", "allowed.test"),
+            "the Host header 'evil.test' does not name allowed.test, the host the request is for");
+  EXPECT_NE(problem("Host: allowed.test.evil.test\r\n", "allowed.test"), "");
+  EXPECT_NE(problem("Host: allowed.test\r\nHOST: evil.test\r\n", "allowed.test"), "");
+  EXPECT_NE(problem("Host: allowed.test\r\nHost: allowed.test\r\n", "allowed.test"), "");
+  EXPECT_NE(problem("Host: allowed.test@evil.test\r\n", "allowed.test"), "");
+  EXPECT_NE(problem("Host: \r\n", "allowed.test"), "");
+}
+
 TEST(HttpHead, ForwardedHeadDropsProxyHeadersAndCloses) {
   auto head = ParseHttpHead(
       "GET http://example.com/x HTTP/1.1\r\nHost: example.com\r\nProxy-Authorization: Basic a\r\n"

@@ -123,6 +123,35 @@ TEST(ClientHello, RefusesWhatIsNotAHello) {
   EXPECT_EQ(ParseClientHello(huge).status, ClientHello::kBad);
 }
 
+TEST(ClientHello, ATunnelCarriesTlsForItsConnectHostOnly) {
+  auto problem = [](const std::string& bytes, const char* host) {
+    return TunnelHelloProblem(ParseClientHello(bytes), host);
+  };
+  // The CONNECT host itself, in any case, with or without a trailing dot; no name at all.
+  EXPECT_EQ(problem(OpenSslHello("allowed.test"), "allowed.test"), "");
+  EXPECT_EQ(problem(OpenSslHello("Allowed.TEST."), "allowed.test"), "");
+  EXPECT_EQ(problem(OpenSslHello("allowed.test"), "ALLOWED.test."), "");
+  EXPECT_EQ(problem(OpenSslHello(nullptr), "allowed.test"), "");
+  EXPECT_EQ(problem(Refragment(OpenSslHello("allowed.test"), 7), "allowed.test"), "");
+  // Not TLS: not this check's to judge (SSH, plain HTTP through a tunnel).
+  EXPECT_EQ(problem("SSH-2.0-OpenSSH_9.6\r\n", "allowed.test"), "");
+  // Another name: fronting. Names that merely contain the host, and an address as the host.
+  EXPECT_EQ(problem(OpenSslHello("evil.test"), "allowed.test"),
+            "the TLS server name 'evil.test' is not the CONNECT host allowed.test");
+  for (const char* sni : {"allowed.test.evil.test", "evil.allowed.test", "allowed.tes"}) {
+    EXPECT_NE(problem(OpenSslHello(sni), "allowed.test"), "") << sni;
+  }
+  EXPECT_NE(problem(OpenSslHello("evil.test"), "203.0.113.7"), "");
+  // Hidden or unreadable names.
+  EXPECT_NE(problem(HandHello(ServerName("allowed.test") + Extension(0xfe0d, "x")), "allowed.test"),
+            "");
+  EXPECT_EQ(problem(HandHello(ServerName("a.test") + ServerName("b.test")), "a.test"),
+            "not a well-formed TLS ClientHello");
+  std::string hello = OpenSslHello("allowed.test");
+  EXPECT_EQ(problem(hello.substr(0, hello.size() / 2), "allowed.test"),
+            "an incomplete TLS ClientHello");
+}
+
 TEST(ClientHello, RandomDamageNeverReadsOutOfBounds) {
   std::mt19937 rng(1234);
   std::string hello = OpenSslHello("api.example.com");
