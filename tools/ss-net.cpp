@@ -22,6 +22,7 @@
 
 #include "egress.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "net_ca.hpp"
 #include "net_fence.hpp"
@@ -82,6 +83,14 @@ int Serve(const NetLine& o) {
   s.policy_file = o.policy.empty() ? NetPolicyPath(o.sandbox) : o.policy;
   if (o.policy.empty()) WriteNetPolicy(o.sandbox);
   s.log_file = o.log.empty() ? NetLogPath(o.sandbox) : o.log;
+  if (const char* max = std::getenv("SS_NET_LOG_MAX_BYTES"); max && *max) {
+    auto n = ParseDecimal(max);
+    if (!n || *n < 1) {
+      throw Error(kExitUsage,
+                  Cat("SS_NET_LOG_MAX_BYTES: ", Quoted(max), " is not a size in bytes"));
+    }
+    s.log_max_bytes = static_cast<uint64_t>(*n);
+  }
   for (const auto& p : o.proxy)
     s.proxy.push_back(ParseEndpoint<asio::ip::tcp::endpoint>(p, "--proxy", -1));
   for (const auto& p : o.transparent) {
@@ -213,23 +222,55 @@ std::string LogLine(const std::string& line) {
   return Printable(text, true);
 }
 
+// Prints the complete lines of `fd` from where it is; a last line without its newline yet is kept
+// in `partial` for the next call.
+void PrintLogLines(int fd, bool json, std::string& partial) {
+  std::array<char, 65536> buf;
+  for (;;) {
+    ssize_t n = read(fd, buf.data(), buf.size());
+    if (n <= 0) return;
+    partial.append(buf.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t end; (end = partial.find('\n', start)) != std::string::npos; start = end + 1) {
+      std::string line = partial.substr(start, end - start);
+      std::cout << (json ? line : LogLine(line)) << "\n";
+    }
+    partial.erase(0, start);
+  }
+}
+
+// The log past its size is log.jsonl.1 (ss-net serve rotates it): shown first, then log.jsonl;
+// following, a rotation is seen (the path names another file) and the new file read from its
+// start, after what was left of the old one.
 int Log(const std::string& sandbox, bool json, bool follow) {
   std::string path = NetLogPath(sandbox);
-  std::ifstream in(path);
-  if (!in && !follow) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok() && !follow) {
     throw Error(kExitNoInput, Cat("sandbox ", Quoted(sandbox), " has no network log yet"), {},
                 {"it starts with the sandbox's first connection"});
   }
-  std::string line;
+  std::string partial;
+  if (Fd older(open((path + ".1").c_str(), O_RDONLY | O_CLOEXEC)); older.ok()) {
+    PrintLogLines(older.get(), json, partial);
+    partial.clear();
+  }
   for (;;) {
-    while (in && std::getline(in, line)) {
-      std::cout << (json ? line : LogLine(line)) << "\n";
-    }
+    if (fd.ok()) PrintLogLines(fd.get(), json, partial);
     if (!follow) return 0;
     std::cout.flush();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (!in.is_open()) in.open(path);
-    in.clear();
+    struct stat now {
+    }, open_one{};
+    bool there = stat(path.c_str(), &now) == 0;
+    if (fd.ok() && there && fstat(fd.get(), &open_one) == 0 && now.st_ino == open_one.st_ino &&
+        now.st_dev == open_one.st_dev) {
+      continue;
+    }
+    if (!there) continue;
+    // Rotated (or first created): the rest of the old file, then the new one from its start.
+    if (fd.ok()) PrintLogLines(fd.get(), json, partial);
+    partial.clear();
+    fd.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -325,13 +326,29 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
         policy(options.policy_file),
         rng(std::random_device{}()),
         share(NetConnectionShare(options.max_connections)) {
-    if (!options.log_file.empty()) {
-      log_fd.Reset(open(options.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-      if (!log_fd.ok()) {
-        throw Error(kExitCantCreate, Cat("cannot open the log ", Quoted(options.log_file), ": ",
-                                         std::strerror(errno)));
-      }
+    if (!options.log_file.empty() && !OpenLog()) {
+      throw Error(kExitCantCreate, Cat("cannot open the log ", Quoted(options.log_file), ": ",
+                                       std::strerror(errno)));
     }
+  }
+
+  bool OpenLog() {
+    log_fd.Reset(open(options.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    if (!log_fd.ok()) return false;
+    struct stat st {};
+    log_size = fstat(log_fd.get(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    return true;
+  }
+
+  // Past its size the log becomes log_file.1 (the one before goes) and a new one starts. When it
+  // cannot be renamed it is emptied instead: the host's disk is never the sandbox's to fill.
+  void RotateLog() {
+    std::string old = options.log_file + ".1";
+    if (rename(options.log_file.c_str(), old.c_str()) == 0 && OpenLog()) return;
+    std::cerr << "ss-net: warning: cannot rotate the log " << Quoted(options.log_file) << " to "
+              << Quoted(old) << ": " << std::strerror(errno) << "; emptying it instead\n";
+    if (!log_fd.ok()) OpenLog();
+    if (log_fd.ok() && ftruncate(log_fd.get(), 0) == 0) log_size = 0;
   }
 
   asio::io_context& io;
@@ -339,6 +356,7 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
   PolicyFile policy;
   HostNetworksWatch host_networks;
   Fd log_fd;
+  uint64_t log_size = 0;
   std::mt19937 rng;
   std::deque<std::string> denials;  // the recent ones, one line each
   std::vector<tcp::acceptor> proxy, transparent, dns_tcp;
@@ -389,7 +407,9 @@ struct NetServer::State : std::enable_shared_from_this<NetServer::State> {
     }
     if (!log_fd.ok()) return;
     std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    [[maybe_unused]] ssize_t n = write(log_fd.get(), line.data(), line.size());
+    ssize_t n = write(log_fd.get(), line.data(), line.size());
+    if (n > 0) log_size += static_cast<uint64_t>(n);
+    if (log_size >= options.log_max_bytes) RotateLog();
   }
 
   // The sentence a denied client reads, naming the rule and the command that allows it.

@@ -24,17 +24,23 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/ip/udp.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ss {
 
+inline constexpr uint64_t kNetLogMaxBytes = 16 << 20;
+
 struct NetServerOptions {
   std::string sandbox;      // named in the log and in every denial
   std::string policy_file;  // JSON, see NetPolicyFromJson
   std::string log_file;     // JSON lines, appended; "" for none
-  std::string ca_dir;       // where the install's CA is (net_ca.hpp); "" for StateDir()
+  // When the log passes this size it is renamed to log_file + ".1" (replacing the one before)
+  // and a new one is started: at most about twice this is kept, whatever the sandbox does.
+  uint64_t log_max_bytes = kNetLogMaxBytes;
+  std::string ca_dir;  // where the install's CA is (net_ca.hpp); "" for StateDir()
   std::vector<asio::ip::tcp::endpoint> proxy;
   std::vector<asio::ip::tcp::endpoint> transparent;
   std::vector<asio::ip::udp::endpoint> dns;  // each also served over TCP

@@ -752,3 +752,57 @@ EOF
   run --separate-stderr ss net fence apply --sandbox box --interface br0
   assert_failure 64
 }
+
+@test "net: the log is rotated past its size (log.jsonl.1), and ss net log reads both, following across" {
+  local log="$SS_HOME/.ss/sandboxes/box/net/log.jsonl"
+  SS_NET_LOG_MAX_BYTES=4096 background "$W/ready.json" "$SS_BUILD_DIR/libexec/ss/ss-net" serve \
+    --sandbox box --upstream-dns 127.0.0.1:9 --dns 127.0.0.1:0
+  DNS=$(jq -r '.dns[0]' "$W/ready.json")
+  # lookups FIRST COUNT [PAUSE]: COUNT lookups of denied names nFIRST.evil.test, …, each answered,
+  # PAUSE seconds apart.
+  lookups() {
+    python3 - "${DNS##*:}" "$1" "$2" "${3:-0}" <<'EOF'
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+for i in range(int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3])):
+    label = b"n%d" % i
+    q = struct.pack("!HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0)
+    q += bytes([len(label)]) + label + b"\x04evil\x04test\x00" + struct.pack("!HH", 1, 1)
+    s.sendto(q, ("127.0.0.1", int(sys.argv[1])))
+    assert s.recv(512)[3] & 15 == 3  # NXDOMAIN
+    time.sleep(float(sys.argv[4]))
+EOF
+  }
+  lookups 0 200
+  # Two files, each at most about the size (one line past it), both whole JSON lines.
+  assert_file_exists "$log.1"
+  local line_max=400
+  [ "$(stat -c %s "$log.1")" -ge 4096 ]
+  [ "$(stat -c %s "$log.1")" -lt $((4096 + line_max)) ]
+  [ "$(stat -c %s "$log")" -lt $((4096 + line_max)) ]
+  [ "$(stat -c %a "$log")" = 600 ]
+  jq -e -s 'length > 0' "$log.1" "$log" >/dev/null
+  # The last lookup is in the log; the first ones are gone.
+  jq -e -s 'map(select(.destination == "n199.evil.test")) | length == 1' "$log.1" "$log" >/dev/null
+  run grep -c '"n0.evil.test"' "$log.1" "$log"
+  assert_output --partial ":0"
+  refute_output --partial ":1"
+  # ss net log: the older file, then the current one.
+  run ss net log --json --sandbox box
+  assert_success
+  [ "${#lines[@]}" -eq "$(cat "$log.1" "$log" | wc -l)" ]
+  assert_equal "${lines[0]}" "$(head -1 "$log.1")"
+  assert_equal "${lines[-1]}" "$(tail -1 "$log")"
+  # Following: what comes after a rotation is read from the new file (about 14 lines a file
+  # here, one every 50 ms: each file lives longer than the 200 ms between two looks).
+  background "$W/follow.out" "$SS_BUILD_DIR/bin/ss" net log -f --sandbox box
+  lookups 1000 100 0.05
+  local i
+  for ((i = 0; i < 50; i++)); do
+    grep -q 'n1099.evil.test' "$W/follow.out" && break
+    sleep 0.2
+  done
+  run grep -c -E 'deny  dns  n10[0-9][0-9]\.evil\.test A' "$W/follow.out"
+  assert_output 100
+}
