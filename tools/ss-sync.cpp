@@ -226,7 +226,7 @@ int Diff(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "diff");
   Connection c(o, config, t.sandbox);
   ApplyPlan plan = Plan(c, config, t.source);
-  std::string diff = PlanDiff(c.Get(), t.source.name, plan);
+  std::string diff = PlanDiff(plan);
   // The marks come from the host, before the text the sandbox made.
   for (const auto& [path, what] : HostExecChanges(plan, config)) {
     std::cout << "# runs on the host: " << Printable(path) << " (" << what << ")\n";

