@@ -290,7 +290,20 @@ lines")" "nl"
   assert_success
 }
 
+# The resource limits below are a container's (a cgroup's pids, the fence's bridge): a VM's own
+# kernel bounds its processes, QEMU's guest reaches ss-net through its user network's relays, and
+# Lima's and Lume's sandboxes are not fenced. The Lima and Lume stand-ins run the guest's
+# processes on this machine's kernel, which their real VMs never do: a fork bomb there would take
+# this machine's.
+containers_only() {
+  case $SS_E2E_BACKEND in
+    lxd | docker | podman) ;;
+    *) skip "$1" ;;
+  esac
+}
+
 @test "resources: a fork bomb as root takes the sandbox's tasks, never the host's; the sandbox recovers" {
+  containers_only "vm.processes bounds containers; a VM's processes are its own kernel's"
   local before peak
   before=$(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)
   # Root tries to lift the limit first: the cgroup's pids.max is not its to write, mounted
@@ -344,6 +357,7 @@ print(n < 512)
 }
 
 @test "resources: connections over the sandbox's share of ss-net are refused with the reason; ss-net does not spin and serves the next" {
+  containers_only "the share is counted on a fenced bridge; QEMU's guest reaches ss-net through relays, Lima and Lume are not fenced"
   local gateway pid before after
   gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
   pid=$(jq -r .pid "$SS_HOME/.ss/sandboxes/$SANDBOX/net/serve.json")
@@ -379,9 +393,13 @@ print(\"closed\", closed)
 }
 
 @test "resources: lookups and connections from many source ports stop at the sandbox's share of the host's connection tracking" {
-  local before after gateway
+  containers_only "connection tracking is counted on a fenced bridge; QEMU's user network tracks nothing on the host, Lima and Lume are not fenced"
+  local before after gateway address
   gateway=$(in_sandbox "ip route show default | awk '{print \$3}'")
-  before=$(cat /proc/sys/net/netfilter/nf_conntrack_count)
+  address=$(in_sandbox "ip -4 -o addr show scope global | awk '{print \$4}' | cut -d/ -f1 | head -1")
+  # The host's entries whose original source is the sandbox (other tests run beside this one).
+  tracked() { awk -v ip="src=$address" '{ for (i = 1; i <= NF; i++) if ($i ~ /^src=/) { if ($i == ip) n++; break } } END { print n + 0 }' /proc/net/nf_conntrack; }
+  before=$(tracked)
   # As root: 3000 lookups, each from a source port of its own, to the gateway and to resolvers
   # outside; then 600 connections to the web, none waited for.
   in_sandbox "sudo -n python3 -c '
@@ -400,15 +418,18 @@ for i in range(600):
     except OSError: pass
     held.append(t)
 '"
-  after=$(cat /proc/sys/net/netfilter/nf_conntrack_count)
-  echo "# host's tracked connections on $SS_E2E_BACKEND: $before, then $after" >&3
-  # Its share is 256: the host's table grew by that (and by what else runs here), not by 3600.
-  [ "$((after - before))" -le 1000 ]
+  after=$(tracked)
+  echo "# the host's tracked connections from the sandbox on $SS_E2E_BACKEND: $before, then $after" >&3
+  # Its share is 256: the host's table took that many more of its flows, not 3600.
+  [ "$((after - before))" -le 300 ]
   run nft list chain inet ss "sandbox-$SANDBOX-in"
   assert_output --regexp 'ct count over 256 counter packets [0-9]{3,}'
 }
 
 @test "resources: a path longer than 4096 bytes: a snapshot is taken or refused whole, and the sandbox can still be deleted" {
+  case $SS_E2E_BACKEND in
+    lima | lume) skip "the stand-ins snapshot with cp -a of a host folder; real Lima and Lume copy a disk image" ;;
+  esac
   # As root, 25 folders of 200 characters, one in another: a path of over 5000 bytes.
   in_sandbox "sudo -n python3 -c '
 import os
