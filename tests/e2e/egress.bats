@@ -83,9 +83,17 @@ while True:
     >"$FI_DIR/sibling.port" 3>&- &
   echo $! >>"$FI_DIR/pids"
   for _ in $(seq 50); do [ -s "$FI_DIR/sibling.port" ] && break; sleep 0.1; done
-  # Both work: a connection of the host's own to each is written down.
-  python3 -c 'import socket, sys
-for a in sys.argv[2:]: socket.create_connection((a, int(sys.argv[1])), timeout=5).close()' \
+  # Both work: a connection of the host's own to each is written down (the new bridge may take a
+  # moment to answer ARP on a busy machine).
+  python3 -c 'import socket, sys, time
+for a in sys.argv[2:]:
+    for attempt in range(40):
+        try:
+            socket.create_connection((a, int(sys.argv[1])), timeout=5).close()
+            break
+        except OSError:
+            if attempt == 39: raise
+            time.sleep(0.25)' \
     "$(cat "$FI_DIR/marker.port")" 127.0.0.1 "$FI_NET.130"
   for _ in $(seq 50); do [ "$(wc -l <"$FI_DIR/marker.hits")" -ge 2 ] && break; sleep 0.1; done
 }
