@@ -346,7 +346,10 @@ int64_t LxdBackend::DaemonOpenFiles() {
 void LxdBackend::ApplyResources(const std::string& name, const Resources& requested) {
   Resources r = requested;
   if (r.open_files > 0) {
+    // A remote daemon's own limit cannot be read from here: its containers keep its default
+    // rather than fail to start above it.
     int64_t most = DaemonOpenFiles();
+    if (!remote_.empty()) r.open_files = 0;
     if (most > 0 && r.open_files > most) r.open_files = most;
   }
   std::string ref = Ref(name);
