@@ -26,15 +26,21 @@ using ssh_detail::StringSource;
 
 namespace {
 
-// Passes output on until `limit` bytes, then fails (which closes the channel) and says so.
-class LimitedSink : public ssh_detail::Sink {
+// Passes output on until `limit` bytes. Past it, with `over`: fails (which closes the channel)
+// and says so there; without: takes the rest in and drops it (a command's stderr, read for
+// messages only, never grows past that on the host whatever the other side sends).
+class CappedSink : public ssh_detail::Sink {
  public:
-  LimitedSink(std::shared_ptr<ssh_detail::Sink> inner, int64_t limit, std::shared_ptr<bool> over)
+  CappedSink(std::shared_ptr<ssh_detail::Sink> inner, int64_t limit, std::shared_ptr<bool> over)
       : inner_(std::move(inner)), left_(limit), over_(std::move(over)) {}
   long Write(const char* data, size_t n) override {
     if (static_cast<int64_t>(n) > left_) {
-      *over_ = true;
-      return ssh_detail::kFailed;
+      if (over_) {
+        *over_ = true;
+        return ssh_detail::kFailed;
+      }
+      if (left_ <= 0) return static_cast<long>(n);
+      n = static_cast<size_t>(left_);
     }
     long put = inner_->Write(data, n);
     if (put > 0) left_ -= put;
@@ -49,27 +55,6 @@ class LimitedSink : public ssh_detail::Sink {
   std::shared_ptr<bool> over_;
 };
 
-// Passes output on until `keep` bytes, then takes the rest in and drops it: a command's stderr,
-// read for messages only, never grows past that on the host whatever the other side sends.
-class KeepFirstSink : public ssh_detail::Sink {
- public:
-  KeepFirstSink(std::shared_ptr<ssh_detail::Sink> inner, int64_t keep)
-      : inner_(std::move(inner)), left_(keep) {}
-  long Write(const char* data, size_t n) override {
-    if (left_ <= 0) return static_cast<long>(n);
-    size_t take = std::min<size_t>(n, static_cast<size_t>(left_));
-    long put = inner_->Write(data, take);
-    if (put > 0) left_ -= put;
-    return put;
-  }
-  void WaitWritable(ssh_detail::Ready ready) override { inner_->WaitWritable(std::move(ready)); }
-  void Finish() override { inner_->Finish(); }
-
- private:
-  std::shared_ptr<ssh_detail::Sink> inner_;
-  int64_t left_;
-};
-
 // What is kept of a command's stderr; and of its stdout when the caller sets no bound, the most
 // it may send before the command is stopped and the call fails (never silently cut).
 constexpr int64_t kKeptErr = 1 << 20;
@@ -79,7 +64,7 @@ std::shared_ptr<ssh_detail::Sink> Limited(std::shared_ptr<ssh_detail::Sink> sink
                                           std::shared_ptr<bool> over) {
   if (limit < 0) return sink;
   if (!over) over = std::make_shared<bool>(false);
-  return std::make_shared<LimitedSink>(std::move(sink), limit, std::move(over));
+  return std::make_shared<CappedSink>(std::move(sink), limit, std::move(over));
 }
 
 }  // namespace
@@ -113,7 +98,7 @@ SshChannel SshConnection::ExecAsync(const std::vector<std::string>& argv,
   if (!parts.empty()) spec.in = std::make_shared<ChainSource>(std::move(parts));
   auto over = std::make_shared<bool>(false);
   spec.out = Limited(out, options.max_output < 0 ? kDefaultMaxOutput : options.max_output, over);
-  spec.err = std::make_shared<KeepFirstSink>(err, kKeptErr);
+  spec.err = std::make_shared<CappedSink>(err, kKeptErr, nullptr);
   spec.on_end = [out, err, over, done = std::move(done)](const ChannelEnd& end) {
     ExecResult r;
     r.status = RemoteExitStatus(end.exit_status, end.exit_signal);
@@ -166,7 +151,8 @@ SshChannel SshConnection::ExecStreamAsync(const std::vector<std::string>& argv,
   }
   if (options.err_fd >= 0) {
     spec.err = std::make_shared<FdIo>(io, options.err_fd);
-    if (options.max_err >= 0) spec.err = std::make_shared<KeepFirstSink>(spec.err, options.max_err);
+    if (options.max_err >= 0)
+      spec.err = std::make_shared<CappedSink>(spec.err, options.max_err, nullptr);
   }
   spec.on_end = [done = std::move(done), lost = mux_->lost_message()](const ChannelEnd& end) {
     if (!end.error.empty()) {
