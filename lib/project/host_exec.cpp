@@ -44,7 +44,15 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
   return list;
 }
 
-HostExecRules::HostExecRules(std::vector<std::string> extra) : extra_(std::move(extra)) {}
+HostExecRules::HostExecRules(std::vector<std::string> extra) {
+  // Each pattern is read once here, not at every path a walk meets.
+  for (const auto& [pattern, what] : BuiltInHostExec()) {
+    rules_.push_back({ExcludeRules({pattern}), what});
+  }
+  for (const std::string& pattern : extra) {
+    rules_.push_back({ExcludeRules({pattern}), Cat("review.flag ", Quoted(pattern))});
+  }
+}
 
 HostExecRules HostExecRules::From(const Config& config) {
   return HostExecRules(config.List("review.flag"));
@@ -56,11 +64,8 @@ std::optional<std::string> HostExecRules::Why(std::string_view path) const {
   for (const std::string& p : parts) {
     if (IsGitName(p)) return std::string("git");
   }
-  for (const auto& [pattern, what] : BuiltInHostExec()) {
-    if (ExcludeRules({pattern}).Why(parts, false)) return what;
-  }
-  for (const std::string& pattern : extra_) {
-    if (ExcludeRules({pattern}).Why(parts, false)) return Cat("review.flag ", Quoted(pattern));
+  for (const auto& [rule, what] : rules_) {
+    if (rule.Why(parts, false)) return what;
   }
   return std::nullopt;
 }

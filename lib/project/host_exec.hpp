@@ -13,7 +13,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "exclude_rules.hpp"
 
 namespace ss {
 
@@ -38,7 +41,7 @@ class HostExecRules {
   std::optional<std::string> Why(std::string_view path) const;
 
  private:
-  std::vector<std::string> extra_;
+  std::vector<std::pair<ExcludeRules, std::string>> rules_;  // each pattern, with what obeys it
 };
 
 // A file of the host's project folder `dir` the host runs or obeys, changed (its inode's change
