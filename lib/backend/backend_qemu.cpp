@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -176,13 +177,20 @@ SandboxState QemuBackend::State(const std::string& name) {
     }
     return SandboxState::kBroken;  // paused, suspended, internal-error, io-error, guest-panicked
   } catch (const Error&) {
-    // The supervisor holds the lock but QEMU does not answer: it may be ending right now.
-    MachineLock lock(paths.lock);
-    if (lock.held()) {
-      CleanUpStale(paths);
-      return SandboxState::kStopped;
+    // The supervisor holds the lock but QEMU does not answer. When QEMU has ended (the guest
+    // powered itself off, or it crashed), the supervisor stops virtiofsd (7 s at most) before it
+    // lets go: the machine is stopping, not broken.
+    bool qemu_ended = run->contains("qemu") && !ProcessFromJson((*run)["qemu"]).Alive();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(qemu_ended ? 10 : 0);
+    while (true) {
+      MachineLock lock(paths.lock);
+      if (lock.held()) {
+        CleanUpStale(paths);
+        return SandboxState::kStopped;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return SandboxState::kBroken;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    return SandboxState::kBroken;
   }
 }
 

@@ -90,14 +90,6 @@ void WriteJson(const std::string& path, const Json& doc) {
 
 Json ProcessJson(const ProcessId& p) { return {{"pid", p.pid}, {"start", p.start}}; }
 
-ProcessId ProcessFromJson(const Json& j) {
-  ProcessId p;
-  if (!j.is_object()) return p;
-  p.pid = j.value("pid", 0);
-  p.start = j.value("start", uint64_t{0});
-  return p;
-}
-
 // Sends `sig` to each process still alive, then waits (up to `wait`) until they are gone.
 void KillAndWait(const std::vector<ProcessId>& procs, int sig, std::chrono::milliseconds wait) {
   for (const auto& p : procs) {
@@ -408,6 +400,14 @@ class Supervisor {
 };
 
 }  // namespace
+
+ProcessId ProcessFromJson(const Json& j) {
+  ProcessId p;
+  if (!j.is_object()) return p;
+  p.pid = j.value("pid", 0);
+  p.start = j.value("start", uint64_t{0});
+  return p;
+}
 
 QemuPaths::QemuPaths(std::string d) : dir(std::move(d)) {
   config = dir + "/machine.json";

@@ -43,6 +43,8 @@ struct ProcessId {
   bool Alive() const;  // running (not a zombie) and still the same process
 };
 ProcessId IdentifyProcess(pid_t pid);
+// A process as run.json records it ({"pid", "start"}); pid 0 when the record has none.
+ProcessId ProcessFromJson(const Json& j);
 
 // The running VM as its supervisor recorded it; nullopt when there is no run.json.
 std::optional<Json> ReadRunFile(const QemuPaths& paths);

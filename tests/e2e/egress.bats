@@ -53,7 +53,13 @@ host_address() {
 # and the marker: a service of the host's on every address and of the other sandbox, each
 # writing down every connection it gets ($FI_DIR/marker.hits): what ss-net must never reach.
 sibling_up() {
-  local br="ssn-e2e$$" ns="ss-sib-$$" link="sssib$$"
+  local br="ssn-e2e$$" ns="ss-sib-$$" link="sssib$$" taken
+  # Never over a network this machine has already (a run cut short leaves its bridge behind).
+  taken=$(ip -4 -o route show to match "$FI_NET.130" | grep -v '^default ' || true)
+  if [ -n "$taken" ]; then
+    echo "sibling_up: $FI_NET.128/25 is in use on this machine ($taken); remove what holds it (a bridge left by an interrupted run: ip link del DEVICE)" >&2
+    return 1
+  fi
   echo "$br $ns" >"$FI_DIR/sibling"
   ip link add "$br" type bridge
   ip addr add "$FI_NET.129/25" dev "$br"
