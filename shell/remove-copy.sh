@@ -6,6 +6,6 @@ name=$1 home=/home/sandbox
 for m in "$home/projects/$name" "$home/project-src/$name"; do
   if mountpoint -q "$m"; then umount "$m"; fi
 done
-rmdir "$home/project-src/$name" 2>/dev/null || true
-rm -rf "$home/.ss/copies/$name" "$home/.ss/bases/$name" "$home/.ss/sync/$name.stamp" \
-  "$home/.ss/sync/$name.base"
+rm -rf "$home/copy-projects/$name" "$home/project-src/$name" "$home/.ss/copies/$name" \
+  "$home/.ss/bases/$name" "$home/.ss/sync/$name.stamp" "$home/.ss/sync/$name.base" \
+  "$home/.ss/sources/$name.stamp"

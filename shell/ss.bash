@@ -9,32 +9,36 @@ alias cc='claude --dangerously-skip-permissions'
 alias cc-resume='claude --dangerously-skip-permissions --continue'
 alias cc-prompt='claude --dangerously-skip-permissions -p'
 
-# The project of the current directory under ~/projects, or $1.
+# The project of the current directory under ~/projects or ~/copy-projects (working copies), or
+# $1.
 __ss_project() {
   if [ -n "${1:-}" ]; then
     printf '%s\n' "$1"
     return
   fi
-  local root=${SS_PROJECTS:-$HOME/projects}
-  case $PWD/ in "$root"/?*/*)
-    local rest=${PWD#"$root"/}
-    printf '%s\n' "${rest%%/*}"
-    ;;
-  esac
+  local root
+  for root in "${SS_PROJECTS:-$HOME/projects}" "${SS_COPIES:-$HOME/copy-projects}"; do
+    case $PWD/ in "$root"/?*/*)
+      local rest=${PWD#"$root"/}
+      printf '%s\n' "${rest%%/*}"
+      return
+      ;;
+    esac
+  done
 }
 
-# sync-project [PROJECT]: the working copy (~/projects/PROJECT) becomes the read-only source
-# (~/project-src/PROJECT) again: sync-tree --delete, leaving out the paths listed in the sandbox's
+# sync-project [PROJECT]: the working copy (~/copy-projects/PROJECT) becomes the source as ss last
+# sent it (~/project-src/PROJECT) again: sync-tree --delete, leaving out the paths listed in the sandbox's
 # sync exclusion list (one per line; written by provisioning from sync.exclude in config.yaml).
 sync-project() {
   local name
   name=$(__ss_project "${1:-}")
   if [ -z "$name" ] || [ $# -gt 1 ]; then
-    echo "usage: sync-project [PROJECT]  (inside ~/projects/PROJECT, PROJECT may be left out)" >&2
+    echo "usage: sync-project [PROJECT]  (inside ~/copy-projects/PROJECT, PROJECT may be left out)" >&2
     return 64
   fi
   local src=${SS_PROJECT_SRC:-$HOME/project-src}/$name
-  local dst=${SS_PROJECTS:-$HOME/projects}/$name
+  local dst=${SS_COPIES:-$HOME/copy-projects}/$name
   local exclude=${SS_SYNC_EXCLUDE:-/etc/ss/sync-exclude}
   if [ ! -d "$src" ]; then
     echo "sync-project: no read-only source for '$name' at $src" >&2
@@ -66,6 +70,7 @@ deploy() {
   name=$(__ss_project "")
   if [ -n "$name" ]; then
     root=${SS_PROJECTS:-$HOME/projects}/$name
+    case $PWD/ in "${SS_COPIES:-$HOME/copy-projects}"/?*/*) root=${SS_COPIES:-$HOME/copy-projects}/$name ;; esac
   else
     root=$PWD
     name=${PWD##*/}

@@ -12,23 +12,30 @@ function __ss_project
         echo $argv[1]
         return
     end
-    set -l root $HOME/projects
-    set -q SS_PROJECTS; and set root $SS_PROJECTS
-    string match -q -- "$root/?*" $PWD; or return
-    string split -m1 / (string replace -- "$root/" '' $PWD)[1]
+    for root in (__ss_roots)
+        if string match -q -- "$root/?*" $PWD
+            string split -m1 / (string replace -- "$root/" '' $PWD)[1]
+            return
+        end
+    end
+end
+
+# The shared projects (~/projects) and the working copies (~/copy-projects), as in ss.bash.
+function __ss_roots
+    set -q SS_PROJECTS; and echo $SS_PROJECTS; or echo $HOME/projects
+    set -q SS_COPIES; and echo $SS_COPIES; or echo $HOME/copy-projects
 end
 
 # sync-project [PROJECT]: as in ss.bash.
-function sync-project --description 'refresh ~/projects/PROJECT from ~/project-src/PROJECT'
+function sync-project --description 'refresh ~/copy-projects/PROJECT from ~/project-src/PROJECT'
     set -l name (__ss_project $argv[1])[1]
     if test -z "$name"; or test (count $argv) -gt 1
-        echo "usage: sync-project [PROJECT]  (inside ~/projects/PROJECT, PROJECT may be left out)" >&2
+        echo "usage: sync-project [PROJECT]  (inside ~/copy-projects/PROJECT, PROJECT may be left out)" >&2
         return 64
     end
     set -l src $HOME/project-src
     set -q SS_PROJECT_SRC; and set src $SS_PROJECT_SRC
-    set -l dst $HOME/projects
-    set -q SS_PROJECTS; and set dst $SS_PROJECTS
+    set -l dst (__ss_roots)[2]
     set -l exclude /etc/ss/sync-exclude
     set -q SS_SYNC_EXCLUDE; and set exclude $SS_SYNC_EXCLUDE
     set src $src/$name
@@ -61,9 +68,9 @@ function deploy --description 'copy the build output to /mnt/deploy/PROJECT'
     set -l name (__ss_project)[1]
     set -l root $PWD
     if test -n "$name"
-        set root $HOME/projects
-        set -q SS_PROJECTS; and set root $SS_PROJECTS
-        set root $root/$name
+        set -l roots (__ss_roots)
+        set root $roots[1]/$name
+        string match -q -- "$roots[2]/?*" $PWD; and set root $roots[2]/$name
     else
         set name (string split -r -m1 / $PWD)[-1]
     end

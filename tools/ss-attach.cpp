@@ -63,8 +63,7 @@ class Session {
   }
 
   // Where the session works: the folder of `ss run` (the home with --no-mount), else `project`'s.
-  // In working-copy mode, with the copy and its read-only source in place first (they do not
-  // survive a restart of the sandbox).
+  // In working-copy mode, with the copy in place and the host's folder sent first.
   std::string Dir(const std::string& project) {
     if (folder_) {
       if (o_.no_mount) return "~";
@@ -84,8 +83,11 @@ class Session {
                     {},
                     {Cat("open the project in another sandbox: ss ", project, " --sandbox NAME")});
       }
-      if (IsCopyMode(config_, project))
-        PrepareWorkingCopy(Connect(), config_, ProjectCopy(project), name_);
+      if (IsCopyMode(config_, project)) {
+        PrepareWorkingCopy(Connect(), config_, ProjectCopy(config_, project), name_);
+        return CopyDir(project);
+      }
+      PlaceProject(config_, project);
     }
     return ProjectDir(project);
   }
@@ -287,11 +289,8 @@ class Session {
                              !m.read_only),
            m.guest, m.read_only});
     }
-    if (folder_ && folder_->copy) {
-      // Copy mode: the folder read-only beside the copy, which is bound at /workspace/NAME.
-      // Live, as a copy-mode project's source is (see Mount::locked).
-      shares.mounts.push_back({"workspace", folder_->path, SourceDir(folder_->name), true, false});
-    } else if (folder_) {
+    // Copy mode shares the folder with nothing: ss sends it (working_copy.hpp).
+    if (folder_ && !folder_->copy) {
       shares.mounts.push_back({"workspace", folder_->path, folder_->Target(), false});
     }
     std::set<std::string> targets;
@@ -425,7 +424,7 @@ int OpenProject(const AttachLine& o) {
   Session s(o);
   auto session = [&] { return OpenSession(o, s, name, [&] { return s.Dir(name); }); };
   if (IsCopyMode(s.config(), name)) return session();
-  return NamingHostExecChanges(ProjectStore().ProjectPath(name), s.config(), session);
+  return NamingHostExecChanges(PlaceProject(s.config(), name), s.config(), session);
 }
 
 // --copy and --no-copy: the folder's mode, recorded while its sandbox is not made (the mode

@@ -95,7 +95,7 @@ int New(const ProjectLine& o) {
         Cat("cannot create a GitHub repository from '", o.from, "': it is not a git repository"),
         {}, {"run 'git init' there and commit first, or leave out --github"});
   }
-  Project p = store.Create(o.name, CreateOptions{o.from});
+  Project p = store.Create(o.name, CreateOptions{o.from, o.copy});
   WarnIfCommandName(p.name);
   if (o.copy) SetConfigValue(ConfigPath(), Cat("projects.", p.name, ".mode"), "copy");
   std::cout << "Created: " << DisplayPath(p.path) << "\n";
@@ -202,7 +202,10 @@ int Show(const ProjectLine& o) {
   const ProjectMetadata& m = p.metadata;
   std::cout << "Name:           " << p.name << "\n"
             << "Path:           " << DisplayPath(p.path) << "\n"
-            << "In sandbox:     " << kSandboxProjects << "/" << p.name << "\n"
+            << "In sandbox:     "
+            << (IsCopyMode(Config::Load(), p.name) ? CopyDir(p.name)
+                                                   : Cat(kSandboxProjects, "/", p.name))
+            << "\n"
             << "Created:        " << FormatRfc3339(m.created) << " (" << FormatAgo(m.created, now)
             << ")\n"
             << "Last accessed:  " << FormatRfc3339(m.last_accessed) << " ("

@@ -88,7 +88,7 @@ Target RequireCopy(const SyncLine& o, const Config& config, const std::string& v
                   {"the agent works in the shared folder itself: there is no copy to sync"},
                   {Cat("switch it: ss config set projects.", project, ".mode copy")});
     }
-    t.source = ProjectCopy(project);
+    t.source = ProjectCopy(config, project);
     t.sandbox = ResolveSandboxName(o.sandbox);
   }
   RequireCopyIn(config, t.source, t.sandbox);
@@ -335,10 +335,12 @@ std::string RemoteBase(const SyncLine& o, const Config& config, Connection& c) {
   if (project.empty()) return "/home/sandbox";
   project = RequireProject(project, o.command);
   if (IsCopyMode(config, project)) {
-    RequireCopyIn(config, ProjectCopy(project), c.sandbox().name());
-    PrepareWorkingCopy(c.Get(), config, ProjectCopy(project), c.sandbox().name());
+    CopySource source = ProjectCopy(config, project);
+    RequireCopyIn(config, source, c.sandbox().name());
+    PrepareWorkingCopy(c.Get(), config, source, c.sandbox().name());
+    return CopyDir(project);
   }
-  return CopyDir(project);
+  return Cat(kProjectsTarget, "/", project);
 }
 
 int Transfer(const SyncLine& o, const Config& config) {

@@ -7,16 +7,12 @@
 namespace ss {
 
 Json MountToJson(const Mount& m) {
-  return {{"name", m.name},
-          {"source", m.source},
-          {"target", m.target},
-          {"read_only", m.read_only},
-          {"locked", m.locked}};
+  return {{"name", m.name}, {"source", m.source}, {"target", m.target}, {"read_only", m.read_only}};
 }
 
 Mount MountFromJson(const Json& j) {
   return {j.value("name", ""), j.value("source", ""), j.value("target", ""),
-          j.value("read_only", false), j.value("locked", true)};
+          j.value("read_only", false)};
 }
 
 std::string StateName(SandboxState state) {

@@ -41,19 +41,16 @@ constexpr uid_t kSandboxUserId = 1000;
 
 // A directory of the host shared into the sandbox.
 struct Mount {
-  std::string name;    // device / tag name: "projects", "project-src", "deploy"
+  std::string name;    // device / tag name: "projects", "workspace", "deploy", "mount-N"
   std::string source;  // host path
   std::string target;  // path in the sandbox
+  // Read-only against root in the sandbox too: LXD and QEMU shares always are; a Docker
+  // sandbox's is a volume of its own that shows the folder as it was when the sandbox started,
+  // and Podman cannot make one.
   bool read_only = false;
-  // Read-only against root in the sandbox too. LXD and QEMU shares always are; a Docker sandbox's
-  // is then a volume of its own that shows the folder as it was when the sandbox started, and
-  // Podman cannot make one. Unlocked, it is a read-only bind there: the folder live, read-only
-  // to the agent, but root in the sandbox could remount it (a copy-mode folder's source, like a
-  // copy-mode project's).
-  bool locked = true;
   bool operator==(const Mount&) const = default;
 };
-// A mount as records keep it ({name, source, target, read_only, locked}), and back.
+// A mount as records keep it ({name, source, target, read_only}), and back.
 nlohmann::ordered_json MountToJson(const Mount& m);
 Mount MountFromJson(const nlohmann::ordered_json& j);
 

@@ -124,9 +124,6 @@ std::string ContainerViewsDir(const std::string& engine, const std::string& name
 
 bool ContainerNeedsViews(const SandboxSpec& spec) { return spec.host_uid != kSandboxUserId; }
 
-// A folder read-only against root in the sandbox: an overlay volume of its own (see Mount).
-bool LockedReadOnly(const Mount& m) { return m.read_only && m.locked; }
-
 std::string ReadOnlyVolume(const std::string& name, const Mount& m) {
   return Cat("ss-", name, "-", m.name);
 }
@@ -182,16 +179,14 @@ std::vector<std::string> ContainerCreateArgs(const std::string& engine, const Sa
                      "--stop-signal", "SIGRTMIN+3", "--env", Cat("container=", engine)});
   bool views = ContainerNeedsViews(spec);
   for (const auto& m : spec.mounts) {
-    if (LockedReadOnly(m)) {
+    if (m.read_only) {
       a.insert(a.end(), {"--mount", Cat("type=volume,source=", ReadOnlyVolume(spec.name, m), ",",
                                         MountField("target", m.target), ",readonly")});
       continue;
     }
     std::string source = views ? Cat(ContainerViewsDir(engine, spec.name), "/", m.name) : m.source;
-    std::string mount =
-        Cat("type=bind,", MountField("source", source), ",", MountField("target", m.target));
-    if (m.read_only) mount += ",readonly";
-    a.insert(a.end(), {"--mount", mount});
+    a.insert(a.end(), {"--mount", Cat("type=bind,", MountField("source", source), ",",
+                                      MountField("target", m.target))});
   }
   a.insert(a.end(), {"--mount",
                      Cat("type=volume,source=", VolumeName(spec.name), ",target=/var/lib/docker")});
@@ -364,7 +359,7 @@ SandboxSpec RecordedSpec(const std::string& name, const Json& container) {
 
 void ContainerBackend::EnsureViews(const SandboxSpec& spec) {
   for (const auto& m : spec.mounts) {
-    if (!LockedReadOnly(m)) continue;
+    if (!m.read_only) continue;
     if (engine_.name != "docker") {
       throw Error(
           kExitUnavailable,
@@ -388,7 +383,7 @@ void ContainerBackend::EnsureViews(const SandboxSpec& spec) {
   }
   if (!ContainerNeedsViews(spec)) return;
   for (const auto& m : spec.mounts) {
-    if (LockedReadOnly(m)) continue;
+    if (m.read_only) continue;
     EnsureView(m.source, Cat(ContainerViewsDir(engine_.name, spec.name), "/", m.name),
                {spec.host_uid, spec.host_gid}, {kSandboxUserId, kSandboxUserId});
   }

@@ -58,7 +58,7 @@ std::vector<std::string> SyncExcludes(const Config& config) {
 
 std::string RenderSyncExclude(const std::vector<std::string>& patterns) {
   std::string text =
-      "# What syncs of a working copy never copy from ~/project-src/NAME to ~/projects/NAME:\n"
+      "# What syncs of a working copy never copy from ~/project-src/NAME to ~/copy-projects/NAME:\n"
       "# one rsync pattern per line (rsync --exclude-from). Written by ss from sync.exclude in\n"
       "# config.yaml on the host; edit it there (ss config set sync.exclude ...), not here.\n";
   for (const auto& p : patterns) text += p + "\n";

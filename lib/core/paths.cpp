@@ -53,6 +53,7 @@ std::string SsHome() {
 
 std::string ConfigPath() { return SsHome() + "/config.yaml"; }
 std::string ProjectsDir() { return SsHome() + "/projects"; }
+std::string CopyProjectsDir() { return SsHome() + "/copy-projects"; }
 std::string StateDir() { return SsHome() + "/.ss"; }
 
 std::string CacheDir() {
@@ -116,6 +117,14 @@ std::string EnsureProjectsDir() {
   if (IsDirectory(dir)) return dir;
   MakeOwnedDir(Dirname(dir), 0700);  // SS_HOME
   MakeOwnedDir(dir, 0755);
+  return dir;
+}
+
+std::string EnsureCopyProjectsDir() {
+  std::string dir = CopyProjectsDir();
+  if (IsDirectory(dir)) return dir;
+  MakeOwnedDir(Dirname(dir), 0700);  // SS_HOME
+  MakeOwnedDir(dir, 0700);
   return dir;
 }
 

@@ -17,6 +17,8 @@ std::string HomeDir();
 std::string SsHome();
 std::string ConfigPath();
 std::string ProjectsDir();
+// Copy-mode projects ($SS_HOME/copy-projects): beside the projects folder, never shared.
+std::string CopyProjectsDir();
 std::string StateDir();
 std::string CacheDir();
 std::string RuntimeDir();  // created 0700 on first use
@@ -35,6 +37,7 @@ Owner ProjectsOwner();
 // existing folder is left as it is. The folder holding it (SS_HOME) is made 0700: the sandbox
 // can make setuid files in the projects, which no other account of this host may reach.
 std::string EnsureProjectsDir();
+std::string EnsureCopyProjectsDir();  // made 0700 when missing
 // Makes `path` (and its missing parents, 0755) with `mode`, given to ProjectsOwner() when root
 // makes it: folders ss makes in the user's home under sudo are the user's.
 void MakeOwnedDir(const std::string& path, mode_t mode);

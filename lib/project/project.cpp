@@ -452,30 +452,52 @@ std::string GitHubRepoFromUrl(std::string_view url) {
 // ---------------------------------------------------------------------------------------------
 // The store
 
-ProjectStore::ProjectStore() : ProjectStore(ProjectsDir()) {}
-ProjectStore::ProjectStore(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+ProjectStore::ProjectStore() : ProjectStore(ProjectsDir(), CopyProjectsDir()) {}
+ProjectStore::ProjectStore(std::string base_dir, std::string copy_dir)
+    : base_dir_(std::move(base_dir)), copy_dir_(std::move(copy_dir)) {}
+
+std::vector<std::string> ProjectStore::Bases() const {
+  if (copy_dir_.empty()) return {base_dir_};
+  return {base_dir_, copy_dir_};
+}
+
+const std::string& ProjectStore::BaseOf(std::string_view name) const {
+  struct stat st;
+  if (!copy_dir_.empty() && ::lstat(Cat(copy_dir_, "/", name).c_str(), &st) == 0 &&
+      S_ISDIR(st.st_mode)) {
+    return copy_dir_;
+  }
+  return base_dir_;
+}
 
 std::string ProjectStore::ProjectPath(std::string_view name) const {
   ValidateProjectName(name);
-  return Cat(base_dir_, "/", name);
+  return Cat(BaseOf(name), "/", name);
 }
 
 bool ProjectStore::Exists(std::string_view name) const {
   if (!IsValidProjectName(name)) return false;
   struct stat st;
-  return ::lstat(Cat(base_dir_, "/", name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return ::lstat(Cat(BaseOf(name), "/", name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::vector<std::string> ProjectStore::Names() const {
   std::vector<std::string> names;
-  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!base.ok()) return names;
-  for (const auto& [name, type] : ReadDirAt(base.get())) {
+  for (const std::string& base_dir : Bases()) {
+    Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (base.ok()) NamesIn(base.get(), names);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+void ProjectStore::NamesIn(int base_fd, std::vector<std::string>& names) {
+  for (const auto& [name, type] : ReadDirAt(base_fd)) {
     if (!IsValidProjectName(name)) continue;
     if (type == DT_UNKNOWN) {
       struct stat st;
-      if (::fstatat(base.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-          !S_ISDIR(st.st_mode)) {
+      if (::fstatat(base_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
         continue;
       }
     } else if (type != DT_DIR) {
@@ -483,54 +505,12 @@ std::vector<std::string> ProjectStore::Names() const {
     }
     names.push_back(name);
   }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 std::vector<Project> ProjectStore::List(std::vector<std::string>* skipped) {
   std::vector<Project> out;
-  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!base.ok()) {
-    if (errno == ENOENT) return out;
-    PathError("read", base_dir_, errno);
-  }
   bool garbage = false;
-  for (const auto& [name, type] : ReadDirAt(base.get())) {
-    if (name[0] == '.') {
-      garbage = garbage || IsGarbageName(name);
-      continue;
-    }
-    bool valid = IsValidProjectName(name);
-    if (!valid && type != DT_DIR && type != DT_UNKNOWN) continue;  // a stray file
-    if (type != DT_DIR && type != DT_UNKNOWN && type != DT_LNK) continue;
-    OpenProject p;
-    OpenResult r = OpenProjectAt(base.get(), name, p);
-    if (r == OpenResult::kMissing) continue;  // deleted meanwhile
-    std::string shown = DisplayPath(Cat(base_dir_, "/", name));
-    if (r == OpenResult::kLink) {
-      if (valid && skipped) {
-        skipped->push_back(Cat("skipping ", Quoted(shown),
-                               ": a symbolic link, not a project folder (links are not followed)"));
-      }
-      continue;
-    }
-    if (r == OpenResult::kNotFolder) continue;
-    if (!valid) {
-      if (skipped) {
-        skipped->push_back(Cat("skipping ", Quoted(shown), ": ", *ProjectNameProblem(name)));
-      }
-      continue;
-    }
-    Project project;
-    project.name = name;
-    project.path = Cat(base_dir_, "/", name);
-    MetadataRead read = ReadMetadataAt(p.fd.get());
-    project.state = read.state;
-    project.problem = read.problem;
-    project.metadata =
-        read.metadata ? std::move(*read.metadata) : EstimateMetadata(p.fd.get(), read);
-    out.push_back(std::move(project));
-  }
+  for (const std::string& base_dir : Bases()) ListIn(base_dir, out, skipped, garbage);
   if (skipped) std::sort(skipped->begin(), skipped->end());
   std::sort(out.begin(), out.end(), [](const Project& a, const Project& b) {
     if (a.metadata.last_accessed != b.metadata.last_accessed) {
@@ -548,13 +528,66 @@ std::vector<Project> ProjectStore::List(std::vector<std::string>* skipped) {
   return out;
 }
 
+void ProjectStore::ListIn(const std::string& base_dir, std::vector<Project>& out,
+                          std::vector<std::string>* skipped, bool& garbage) {
+  Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) {
+    if (errno == ENOENT) return;
+    PathError("read", base_dir, errno);
+  }
+  for (const auto& [name, type] : ReadDirAt(base.get())) {
+    if (name[0] == '.') {
+      garbage = garbage || IsGarbageName(name);
+      continue;
+    }
+    bool valid = IsValidProjectName(name);
+    if (!valid && type != DT_DIR && type != DT_UNKNOWN) continue;  // a stray file
+    if (type != DT_DIR && type != DT_UNKNOWN && type != DT_LNK) continue;
+    OpenProject p;
+    OpenResult r = OpenProjectAt(base.get(), name, p);
+    if (r == OpenResult::kMissing) continue;  // deleted meanwhile
+    std::string shown = DisplayPath(Cat(base_dir, "/", name));
+    if (r == OpenResult::kLink) {
+      if (valid && skipped) {
+        skipped->push_back(Cat("skipping ", Quoted(shown),
+                               ": a symbolic link, not a project folder (links are not followed)"));
+      }
+      continue;
+    }
+    if (r == OpenResult::kNotFolder) continue;
+    if (!valid) {
+      if (skipped) {
+        skipped->push_back(Cat("skipping ", Quoted(shown), ": ", *ProjectNameProblem(name)));
+      }
+      continue;
+    }
+    Project project;
+    project.name = name;
+    project.path = Cat(base_dir, "/", name);
+    MetadataRead read = ReadMetadataAt(p.fd.get());
+    project.state = read.state;
+    project.problem = read.problem;
+    project.metadata =
+        read.metadata ? std::move(*read.metadata) : EstimateMetadata(p.fd.get(), read);
+    out.push_back(std::move(project));
+  }
+}
+
 std::vector<int64_t> ProjectStore::Sizes(const std::vector<Project>& projects) const {
   std::vector<int64_t> sizes(projects.size(), -1);
   Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!base.ok()) return sizes;
+  Fd copies(copy_dir_.empty() ? -1 : ::open(copy_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   std::vector<TreeRoot> roots;
-  for (const auto& p : projects) roots.push_back(TreeRoot{base.get(), p.name});
-  return TreeSizes(roots);
+  std::vector<size_t> at;
+  for (size_t i = 0; i < projects.size(); ++i) {
+    const Fd& dir = Dirname(projects[i].path) == copy_dir_ ? copies : base;
+    if (!dir.ok()) continue;
+    roots.push_back(TreeRoot{dir.get(), projects[i].name});
+    at.push_back(i);
+  }
+  std::vector<int64_t> found = TreeSizes(roots);
+  for (size_t k = 0; k < at.size(); ++k) sizes[at[k]] = found[k];
+  return sizes;
 }
 
 Error ProjectStore::NotFoundError(std::string_view name) {
@@ -611,7 +644,13 @@ std::string ProjectStore::SuggestFreeName(std::string_view name) const {
 }
 
 int ProjectStore::CollectGarbage() const {
-  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  int removed = 0;
+  for (const std::string& base_dir : Bases()) removed += CollectGarbageIn(base_dir);
+  return removed;
+}
+
+int ProjectStore::CollectGarbageIn(const std::string& base_dir) {
+  Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!base.ok()) return 0;
   // Creators hold the folder's lock (shared) from making their hidden folder until they hold
   // that folder's own lock; taking it here (exclusive) means every hidden folder seen is
@@ -631,7 +670,7 @@ int ProjectStore::CollectGarbage() const {
   ::flock(base.get(), LOCK_UN);
   int removed = 0;
   for (auto& [name, fd] : abandoned) {
-    RemoveDirAt(base.get(), name, base_dir_);
+    RemoveDirAt(base.get(), name, base_dir);
     ++removed;
   }
   return removed;
@@ -653,7 +692,9 @@ void GiveToProjectsOwner(int base_fd, const std::string& tmp_path) {
 Project ProjectStore::Create(std::string_view name_view, const CreateOptions& options) {
   std::string name(name_view);
   ValidateProjectName(name);
-  std::string path = Cat(base_dir_, "/", name);
+  if (Exists(name)) throw AlreadyExistsError(name);
+  const std::string& base_dir = options.copy && !copy_dir_.empty() ? copy_dir_ : base_dir_;
+  std::string path = Cat(base_dir, "/", name);
 
   std::string from;
   if (!options.from.empty()) {
@@ -664,13 +705,15 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     }
   }
 
-  if (base_dir_ == ProjectsDir()) {
+  if (base_dir == ProjectsDir()) {
     EnsureProjectsDir();
+  } else if (base_dir == CopyProjectsDir()) {
+    EnsureCopyProjectsDir();
   } else {
-    MakeDirs(base_dir_);
+    MakeDirs(base_dir);
   }
-  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!base.ok()) PathError("open", base_dir_, errno);
+  Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base.ok()) PathError("open", base_dir, errno);
   struct stat st;
   if (::fstatat(base.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode)) throw AlreadyExistsError(name);
@@ -680,38 +723,38 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
                 {}, {"move it away, or choose another name"});
   }
   if (!from.empty()) {
-    std::string real_base = RealPath(base_dir_);
+    std::string real_base = RealPath(base_dir);
     if (real_base == from || real_base.rfind(from + "/", 0) == 0 || from == "/") {
       throw Error(kExitDataErr,
                   Cat("cannot import '", options.from, "': it contains the projects folder"));
     }
   }
   try {
-    CollectGarbage();
+    CollectGarbageIn(base_dir);
   } catch (const Error&) {
   }
 
   // The hidden folder the project is built in, locked before anyone can see it unlocked.
   std::string tmp_name;
   Fd tmp;
-  if (::flock(base.get(), LOCK_SH) != 0) PathError("lock", base_dir_, errno);
+  if (::flock(base.get(), LOCK_SH) != 0) PathError("lock", base_dir, errno);
   for (int attempt = 0; attempt < 100 && !tmp.ok(); ++attempt) {
     tmp_name = Cat(kNewPrefix, name, ".", RandomNonce());
     if (::mkdirat(base.get(), tmp_name.c_str(), 0777) != 0) {
       if (errno == EEXIST) continue;
       int err = errno;
       ::flock(base.get(), LOCK_UN);
-      PathError("create a folder in", base_dir_, err);
+      PathError("create a folder in", base_dir, err);
     }
     tmp = Fd(OpenDirAt(base.get(), tmp_name));
     if (!tmp.ok() || ::flock(tmp.get(), LOCK_EX) != 0) {
       int err = errno;
       ::flock(base.get(), LOCK_UN);
-      PathError("open", Cat(base_dir_, "/", tmp_name), err);
+      PathError("open", Cat(base_dir, "/", tmp_name), err);
     }
   }
   ::flock(base.get(), LOCK_UN);
-  std::string tmp_path = Cat(base_dir_, "/", tmp_name);
+  std::string tmp_path = Cat(base_dir, "/", tmp_name);
   std::vector<std::string> not_imported;
 
   try {
@@ -756,7 +799,7 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     return project;
   } catch (...) {
     try {
-      RemoveDirAt(base.get(), tmp_name, base_dir_);
+      RemoveDirAt(base.get(), tmp_name, base_dir);
     } catch (const Error&) {
       // Left for the next CollectGarbage, hidden from List.
     }
@@ -767,15 +810,16 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
 Project ProjectStore::Delete(std::string_view name_view) {
   std::string name(name_view);
   ValidateProjectName(name);
+  const std::string& base_dir = BaseOf(name);
   for (int attempt = 0; attempt < 5; ++attempt) {
-    Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!base.ok()) {
       if (errno == ENOENT) throw NotFoundError(name);
-      PathError("open", base_dir_, errno);
+      PathError("open", base_dir, errno);
     }
     OpenProject p;
     OpenResult r = OpenProjectAt(base.get(), name, p);
-    std::string path = Cat(base_dir_, "/", name);
+    std::string path = Cat(base_dir, "/", name);
     if (r == OpenResult::kMissing) throw NotFoundError(name);
     if (r != OpenResult::kOk) throw NotAProjectError(name, path, r);
     LockFd(p.fd.get(), path);
@@ -801,7 +845,7 @@ Project ProjectStore::Delete(std::string_view name_view) {
     if (!moved) continue;
     ::fsync(base.get());
     // Gone from the list now; the files follow, under our lock on the folder.
-    RemoveDirAt(base.get(), trash, base_dir_);
+    RemoveDirAt(base.get(), trash, base_dir);
     return project;
   }
   throw NotFoundError(name);
@@ -851,12 +895,13 @@ Project UpdateMetadata(ProjectStore& store, const std::string& base_dir, const s
 std::optional<Project> ProjectStore::Find(std::string_view name_view) const {
   std::string name(name_view);
   ValidateProjectName(name);
-  Fd base(::open(base_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const std::string& base_dir = BaseOf(name);
+  Fd base(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!base.ok()) {
     if (errno == ENOENT) return std::nullopt;
-    PathError("open", base_dir_, errno);
+    PathError("open", base_dir, errno);
   }
-  std::string path = Cat(base_dir_, "/", name);
+  std::string path = Cat(base_dir, "/", name);
   OpenProject p;
   OpenResult r = OpenProjectAt(base.get(), name, p);
   if (r == OpenResult::kMissing) return std::nullopt;
@@ -873,20 +918,20 @@ std::optional<Project> ProjectStore::Find(std::string_view name_view) const {
 
 Project ProjectStore::Get(std::string_view name) {
   ValidateProjectName(name);
-  return UpdateMetadata(*this, base_dir_, std::string(name), nullptr);
+  return UpdateMetadata(*this, BaseOf(name), std::string(name), nullptr);
 }
 
 Project ProjectStore::Touch(std::string_view name) {
   ValidateProjectName(name);
   SystemTime now = NowSeconds();
-  return UpdateMetadata(*this, base_dir_, std::string(name),
+  return UpdateMetadata(*this, BaseOf(name), std::string(name),
                         [now](ProjectMetadata& m) { m.last_accessed = now; });
 }
 
 Project ProjectStore::SetGitHubRepo(std::string_view name, std::string_view repo) {
   ValidateProjectName(name);
   std::string value(repo);
-  return UpdateMetadata(*this, base_dir_, std::string(name),
+  return UpdateMetadata(*this, BaseOf(name), std::string(name),
                         [value](ProjectMetadata& m) { m.github_repo = value; });
 }
 

@@ -49,6 +49,9 @@ struct Project {
 struct CreateOptions {
   // Copy this folder or git clone (history and all) instead of writing the scaffold.
   std::string from;
+  // A copy-mode project: made in the store's folder of those (CopyProjectsDir()), which no
+  // sandbox shares.
+  bool copy = false;
 };
 
 // Project names: ^[a-z][a-z0-9-]{1,49}$ without "--". nullopt for a valid name, else what is
@@ -70,12 +73,15 @@ std::string GitHubRepoFromUrl(std::string_view url);
 
 class ProjectStore {
  public:
-  ProjectStore();  // ProjectsDir()
-  explicit ProjectStore(std::string base_dir);
+  // Projects live in ProjectsDir(), shared with sandboxes, and copy-mode projects in
+  // CopyProjectsDir(), which no sandbox shares (working_copy.hpp); a name is in one of them.
+  ProjectStore();
+  explicit ProjectStore(std::string base_dir, std::string copy_dir = "");
 
   const std::string& base_dir() const { return base_dir_; }
 
-  // <base>/<name>; throws ss::Error(65) for an invalid name.
+  // Where the project is (or would be made without CreateOptions::copy): <base>/<name>, or
+  // <copy base>/<name> for one there; throws ss::Error(65) for an invalid name.
   std::string ProjectPath(std::string_view name) const;
   // A valid name whose entry is a folder (a symbolic link does not count).
   bool Exists(std::string_view name) const;
@@ -119,7 +125,15 @@ class ProjectStore {
   int CollectGarbage() const;
 
  private:
+  std::vector<std::string> Bases() const;
+  const std::string& BaseOf(std::string_view name) const;  // where `name` is, else base_dir_
+  static void NamesIn(int base_fd, std::vector<std::string>& names);
+  void ListIn(const std::string& base_dir, std::vector<Project>& out,
+              std::vector<std::string>* skipped, bool& garbage);
+  static int CollectGarbageIn(const std::string& base_dir);
+
   std::string base_dir_;
+  std::string copy_dir_;  // empty: a store of one folder
 };
 
 }  // namespace ss

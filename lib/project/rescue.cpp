@@ -35,16 +35,21 @@ std::string UtcStamp() {
   return buf;
 }
 
+// `test` of whether the copy of `project` exists: where it is, or where an older ss kept it.
+std::vector<std::string> CopyExists(const std::string& project) {
+  return {"test", "-d", CopyDir(project), "-o", "-d", Cat("/home/sandbox/.ss/copies/", project)};
+}
+
 }  // namespace
 
 std::vector<UnappliedWork> FindUnapplied(SshConnection& conn, const Config& config,
                                          const std::string& sandbox) {
   std::vector<UnappliedWork> out;
   for (const auto& source : CopySourcesIn(config, sandbox)) {
-    // A copy exists once its store does; its layout is put back (mounts go with a restart). Only
-    // test's own "no" counts as none: a sandbox going down answers otherwise, and then nobody can
-    // tell.
-    ExecResult store = conn.Exec({"test", "-d", CopyStore(source.name)});
+    // A copy exists once its folder does (where an older ss kept it, too); its layout is put
+    // back. Only test's own "no" counts as none: a sandbox going down answers otherwise, and then
+    // nobody can tell.
+    ExecResult store = conn.Exec(CopyExists(source.name));
     if (store.status == 1) continue;
     if (store.status != 0) {
       throw Error(kExitRemote,
@@ -81,7 +86,7 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
   so.out_over_limit = std::make_shared<bool>(false);
   int status = -1;
   try {
-    status = conn.ExecStream({"tar", "-C", "/home/sandbox/projects", "--format=posix", "-czf", "-",
+    status = conn.ExecStream({"tar", "-C", Dirname(CopyDir(name)), "--format=posix", "-czf", "-",
                               "--null", "--verbatim-files-from", "-T", "-"},
                              so);
   } catch (...) {
@@ -205,8 +210,8 @@ std::vector<WorkingCopyFound> FindWorkingCopies(const Config& config, const std:
     Sandbox sandbox(name, config);
     f.conn = sandbox.TryConnect();
     if (f.conn) {
-      if (f.conn->Exec({"test", "-d", CopyStore(project)}).status != 0) continue;
-      PrepareWorkingCopy(*f.conn, config, ProjectCopy(project), name);
+      if (f.conn->Exec(CopyExists(project)).status != 0) continue;
+      PrepareWorkingCopy(*f.conn, config, ProjectCopy(config, project), name);
       f.unapplied = UnappliedChanges(*f.conn, config, project).size();
       if (f.unapplied > 0) {
         details.push_back(

@@ -1,11 +1,26 @@
 #include "working_copy.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <functional>
 
 #include "apply_base.hpp"
 #include "config.hpp"
+#include "digest.hpp"
 #include "error.hpp"
+#include "exclude_rules.hpp"
+#include "fd.hpp"
 #include "folders.hpp"
+#include "fs.hpp"
+#include "fs_at.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
 #include "project.hpp"
 #include "rescue.hpp"
 #include "resources.hpp"
@@ -18,9 +33,11 @@ namespace ss {
 std::string SourceDir(const std::string& project) {
   return Cat("/home/sandbox/project-src/", project);
 }
-std::string CopyDir(const std::string& project) { return Cat("/home/sandbox/projects/", project); }
-std::string CopyStore(const std::string& project) {
-  return Cat("/home/sandbox/.ss/copies/", project);
+std::string CopyDir(const std::string& project) {
+  return Cat("/home/sandbox/copy-projects/", project);
+}
+std::string SourceStamp(const std::string& project) {
+  return Cat("/home/sandbox/.ss/sources/", project, ".stamp");
 }
 
 std::string SyncStamp(const std::string& project) {
@@ -31,8 +48,36 @@ bool IsCopyMode(const Config& config, const std::string& project) {
   return config.String(Cat("projects.", project, ".mode")) == "copy";
 }
 
-CopySource ProjectCopy(const std::string& project) {
-  return {project, ProjectStore().ProjectPath(project), "", project};
+std::string PlaceProject(const Config& config, const std::string& project) {
+  ProjectStore store;
+  std::string want =
+      Cat(IsCopyMode(config, project) ? CopyProjectsDir() : ProjectsDir(), "/", project);
+  std::string have = store.ProjectPath(project);
+  if (have == want || !store.Exists(project)) return want;
+  if (IsCopyMode(config, project)) {
+    EnsureCopyProjectsDir();
+  } else {
+    EnsureProjectsDir();
+  }
+  // Never over anything: renameat2 would do, but a folder in the way is an error either way.
+  struct stat st;
+  if (::lstat(want.c_str(), &st) == 0 || ::rename(have.c_str(), want.c_str()) != 0) {
+    throw Error(kExitCantCreate,
+                Cat("cannot move project '", project, "' to ", DisplayPath(want), ": ",
+                    errno == 0 || ::lstat(want.c_str(), &st) == 0 ? "something is there"
+                                                                  : std::strerror(errno)),
+                {}, {Cat("move it there yourself, from ", DisplayPath(have))});
+  }
+  Note(IsCopyMode(config, project)
+           ? Cat("Moved project '", project,
+                 "' out of the folder sandboxes share (copy mode): ", DisplayPath(want))
+           : Cat("Moved project '", project,
+                 "' into the folder sandboxes share (shared mode): ", DisplayPath(want)));
+  return want;
+}
+
+CopySource ProjectCopy(const Config& config, const std::string& project) {
+  return {project, PlaceProject(config, project), "", project};
 }
 
 CopySource FolderCopy(const Folder& f) { return {f.name, f.path, f.Target(), ShellQuote(f.path)}; }
@@ -55,7 +100,7 @@ std::vector<CopySource> CopySourcesIn(const Config& config, const std::string& s
     if (folder->copy) out.push_back(FolderCopy(*folder));
     return out;
   }
-  for (const auto& name : CopyModeProjects(config)) out.push_back(ProjectCopy(name));
+  for (const auto& name : CopyModeProjects(config)) out.push_back(ProjectCopy(config, name));
   return out;
 }
 
@@ -99,9 +144,7 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
         kExitNoInput,
         Cat(source.folder() ? Cat("the folder ", source.host_dir) : Cat("project '", project, "'"),
             " is not in the sandbox: ", Trim(r.err)),
-        {},
-        {source.folder() ? "is the folder shared? ss health-check"
-                         : "is the projects folder shared? ss health-check"});
+        {}, {"see the sandbox's logs: ss health-check"});
   }
   if (r.status != 0) {
     throw Error(kExitUnavailable,
@@ -109,13 +152,18 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
                     ? Cat("cannot write ", kSyncExcludeFile, " in the sandbox: ", Trim(r.err))
                     : Cat("cannot set up the working copy of '", project,
                           "' in the sandbox: ", Trim(r.err)),
-                {}, {"working-copy mode needs mount(8) as root in the sandbox"});
+                {}, {"working-copy mode needs sudo for the sandbox user"});
   }
+  if (project.empty()) return false;
   if (Trim(r.out) != "created") {
     // A copy of a deleted project of the same name goes first; this one starts afresh.
-    if (project.empty() || !RemoveStaleCopy(conn, config, sandbox, project)) return false;
+    if (!RemoveStaleCopy(conn, config, sandbox, project)) {
+      SendSource(conn, config, source);
+      return false;
+    }
     return PrepareWorkingCopy(conn, config, source, sandbox);
   }
+  SendSource(conn, config, source);
   // Filled as the sandbox user, as every later sync is; the stamp says when.
   ExecResult filled = conn.Exec(
       ScriptArgv("sh", "sync-tree",
@@ -127,6 +175,83 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
   }
   RecordBase(conn, sandbox, project, source.host_dir, since);
   return true;
+}
+
+namespace {
+
+// What of the host's folder a working copy's source holds: folders, regular files and links,
+// never a .git nor what sync.exclude leaves out (decided here, on the host), nothing else the
+// folder holds (sockets, fifos, devices). Paths are relative ("./a/b"); `manifest` says what
+// each was (kind, size, time, mode, link target), so that an unchanged folder is not sent again.
+struct SourceListing {
+  std::vector<std::string> paths;
+  std::string manifest;
+};
+
+void ListSourceDir(const std::string& root, std::vector<std::string>& parts,
+                   const ExcludeRules& rules, SourceListing& out) {
+  std::string dir = root;
+  for (const auto& p : parts) dir += "/" + p;
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot read ", dir, ": ", std::strerror(errno)));
+  std::vector<std::pair<std::string, unsigned char>> entries = ReadDirAt(fd.get());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& [name, type] : entries) {
+    struct stat st;
+    if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+    bool is_dir = S_ISDIR(st.st_mode);
+    if (!is_dir && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;
+    parts.push_back(name);
+    if (!rules.Why(parts, is_dir)) {
+      std::string rel = "./" + Join(parts, "/");
+      std::string target;
+      if (S_ISLNK(st.st_mode)) {
+        char buf[4096];
+        ssize_t n = ::readlinkat(fd.get(), name.c_str(), buf, sizeof buf);
+        if (n > 0) target.assign(buf, static_cast<size_t>(n));
+      }
+      out.manifest += Cat(rel, '\0', st.st_mode, ' ', is_dir ? 0 : st.st_size, ' ',
+                          st.st_mtim.tv_sec, '.', st.st_mtim.tv_nsec, '\0', target, '\n');
+      out.paths.push_back(std::move(rel));
+      if (is_dir) ListSourceDir(root, parts, rules, out);
+    }
+    parts.pop_back();
+  }
+}
+
+}  // namespace
+
+void SendSource(SshConnection& conn, const Config& config, const CopySource& source) {
+  std::vector<std::string> excludes = SyncExcludes(config);
+  SourceListing listing;
+  std::vector<std::string> parts;
+  ListSourceDir(source.host_dir, parts, ExcludeRules(excludes), listing);
+  std::string stamp = Sha256Hex(Cat(RenderSyncExclude(excludes), '\0', listing.manifest));
+  ExecResult was = conn.Exec({"cat", SourceStamp(source.name)});
+  if (was.status == 0 && Trim(was.out) == stamp) return;
+  TempDir tmp(SpoolDir(), "ss-source.");
+  std::string list = Cat(tmp.path(), "/paths"), archive = Cat(tmp.path(), "/source.tar");
+  std::string text;
+  for (const auto& p : listing.paths) text += Cat(p, '\0');
+  AtomicWrite(list, text, 0600);
+  RunChecked({"tar", "-c", "-f", archive, "-C", source.host_dir, "--format=posix", "--null",
+              "--verbatim-files-from", "--no-recursion", "-T", list},
+             Cat("cannot read ", source.host_dir), {}, kExitIoErr);
+  Fd in(::open(archive.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.ok()) throw Error(kExitIoErr, Cat("cannot read ", archive, ": ", std::strerror(errno)));
+  StreamOptions so;
+  so.in_fd = in.get();
+  so.max_err = 64 * 1024;
+  std::vector<std::string> argv = ScriptArgv("sh", "receive-source.sh", {source.name, stamp});
+  argv.insert(argv.begin(), {"sudo", "-n"});
+  int status = conn.ExecStream(argv, so);
+  if (status != 0) {
+    throw Error(
+        kExitRemote,
+        Cat("cannot send ", source.folder() ? source.word : Cat("project '", source.name, "'"),
+            " to the sandbox (status ", status, ")"),
+        {}, {"see the sandbox's logs: ss health-check"});
+  }
 }
 
 }  // namespace ss

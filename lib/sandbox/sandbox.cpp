@@ -211,10 +211,7 @@ std::string DescribeShares(const Shares& shares) {
   std::vector<std::string> parts;
   if (shares.projects) parts.emplace_back("the projects folder");
   for (const auto& m : shares.mounts) {
-    parts.push_back(Cat(m.source, " at ", m.target,
-                        !m.read_only ? ""
-                        : m.locked   ? " (read-only)"
-                                     : " (read-only, live)"));
+    parts.push_back(Cat(m.source, " at ", m.target, m.read_only ? " (read-only)" : ""));
   }
   return parts.empty() ? "no host folder" : Join(parts, ", ");
 }

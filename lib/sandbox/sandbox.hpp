@@ -54,7 +54,7 @@ inline constexpr const char* kProjectsTarget = "/home/sandbox/projects";
 
 // The host folders a sandbox shares, fixed when it is made and recorded with it (shares.hpp):
 // the projects folder unless --no-mount, and more: a profile's mounts, --mount's, the folder of
-// `ss run DIR` at /workspace/NAME (read-only at ~/project-src/NAME in copy mode).
+// `ss run DIR` at /workspace/NAME (nothing in copy mode: ss sends the folder).
 struct Shares {
   bool projects = true;
   std::vector<Mount> mounts;

@@ -30,7 +30,7 @@ teardown_file() {
 
 setup() {
   e2e_sandbox_env
-  P="$SS_HOME/projects/ho-app"
+  P="$SS_HOME/copy-projects/ho-app"
   C="$E2E_ROOT/canary"
 }
 
@@ -44,7 +44,7 @@ teardown() {
 
 canary_sum() { (cd "$E2E_ROOT/canary" && find . -printf '%p %y %m %s %T@\n' | sort && cat secret sub/deep) | sha256sum; }
 in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }
-in_copy() { in_sandbox "cd ~/projects/ho-app && $1"; }
+in_copy() { in_sandbox "cd ~/copy-projects/ho-app && $1"; }
 # fake_tar ARCHIVE: the sandbox's tar, for every later command, prints ARCHIVE (made on the host).
 fake_tar() {
   ss push "$1" /tmp/evil.tar >/dev/null
@@ -478,9 +478,10 @@ open(\"deep.txt\", \"w\").write(\"deep\")
     echo '[core]' > sub/.GIT/config && echo evil > node_modules/pkg/index.js && echo fine > fine.txt &&
     echo kept > sub/kept.txt"
   fake_rsync
-  # The replaced rsync lists all of it, and the host's .git as deleted from the copy.
+  # The host's .git never reached the sandbox; the replaced rsync lists all the copy has.
+  in_sandbox 'test ! -e ~/project-src/ho-app/.git'
   run in_copy 'rsync -a --dry-run --delete --exclude-from=/etc/ss/sync-exclude --out-format="%i %n" ./ ~/project-src/ho-app/'
-  [[ "$output" == *".git/hooks/pre-commit"* && "$output" == *"deleting   .git/HEAD"* ]] || { echo "$output"; false; }
+  [[ "$output" == *".git/hooks/pre-commit"* && "$output" == *"sub/.GIT/config"* ]] || { echo "$output"; false; }
   run ss diff ho-app
   assert_success
   assert_line "+fine"
@@ -489,7 +490,7 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   run --separate-stderr ss apply ho-app --yes
   assert_failure 1
   for bad in ".git/hooks/pre-commit: in a .git folder" "sub/.GIT/config: in a .git folder" \
-    "node_modules/pkg/index.js: excluded by sync.exclude ('node_modules')" ".git/HEAD: in a .git folder"; do
+    "node_modules/pkg/index.js: excluded by sync.exclude ('node_modules')"; do
     [[ "$stderr" == *"$bad"* ]] || { echo "missing: $bad"; echo "$stderr"; false; }
   done
   assert_equal "$(cat "$P/fine.txt")" "fine"
@@ -702,6 +703,38 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   run --separate-stderr ss ho-shared -- sh -c 'echo hook > .envrc; exit 3'
   assert_failure 3
   assert_equal "${stderr_lines[1]}" "  .envrc (direnv)"
+}
+
+@test "copy mode is a copy: root in the sandbox finds the host's folder of a copy-mode project nowhere, whatever it unmounts or makes" {
+  # The project lives beside the shared projects folder, not in it.
+  [ -d "$P" ] && [ ! -e "$SS_HOME/projects/ho-app" ]
+  in_copy true
+  # Written on the host after the last send: only the host's own folder holds it.
+  marker="host-only-$$-$RANDOM$RANDOM"
+  as_owner sh -c "echo '$marker' > '$P/marker.txt'"
+  # (ss's own record of when the project was last opened aside.)
+  sum() { (cd "$P" && find . -path ./.ss -prune -o -printf '%p %y %m %s %T@\n' | sort && cat marker.txt) | sha256sum; }
+  before=$(sum)
+  # Every mount but the system's, and the home folder: the marker is nowhere.
+  run in_sandbox "sudo -n sh -s $marker" <<'SH'
+m=$1
+dirs=$(awk '$2 != "/" && $2 !~ /^\/(proc|sys|dev|run)/ {print $2}' /proc/self/mounts)
+grep -rlsF "$m" /home $dirs || true
+SH
+  assert_output ""
+  # The first round's way in: lift what covers the copy, write where the project used to be.
+  run in_sandbox 'sudo -n umount -l ~/copy-projects/ho-app 2>&1; sudo -n umount -l ~/project-src/ho-app 2>&1; mkdir -p ~/projects/ho-app && echo x >> ~/projects/ho-app/README.md && echo x >> ~/project-src/ho-app/README.md 2>&1; sudo -n sh -c "echo tampered >> /home/sandbox/project-src/ho-app/README.md"'
+  assert_equal "$(sum)" "$before"
+  # What it made in the shared folder is a folder of its own there, never the project: ss opens
+  # the copy-mode project, untouched, and sends it again whole.
+  run ss ho-app -- sh -c 'pwd; cat ~/project-src/ho-app/marker.txt; grep -c tampered ~/project-src/ho-app/README.md || true'
+  assert_success
+  assert_equal "$output" "/home/sandbox/copy-projects/ho-app
+$marker
+0"
+  assert_equal "$(sum)" "$before"
+  rm -rf "$SS_HOME/projects/ho-app"
+  as_owner rm -f "$P/marker.txt"
 }
 
 @test "an ephemeral sandbox powered off from inside during its session is started and asked, never removed blind" {

@@ -135,21 +135,25 @@ my-repo"
   assert_file_exists "$dir/made.txt"
 }
 
-@test "ss . --copy: the folder read-only, the agent in a copy; diff, apply and sync carry changes; nothing unapplied is lost" {
+@test "ss . --copy: the folder shared with nothing, the agent in a copy; diff, apply and sync carry changes; nothing unapplied is lost" {
   local dir="$E2E_ROOT/copied"
   mkdir -p "$dir/src"
   chown -R "$(stat -c %u:%g "$SS_HOME/projects")" "$dir"
   as_owner sh -c 'echo one > "$1/kept"; echo two > "$1/src/edit.txt"; echo three > "$1/gone"' sh "$dir"
   cd "$dir"
-  # The folder is read-only in the sandbox (on Docker a read-only bind: live, as a copy-mode
-  # project's source; LXD and QEMU hold it against a remount by root too, sandbox.bats).
+  # The folder is mounted nowhere in the sandbox: ss sends it. The source it sent is read-only
+  # to the agent; what root does to it stays in the sandbox.
   run --separate-stderr ss . --copy -- sh -c 'pwd; echo changed >> src/edit.txt; echo new > new.txt; rm gone
     s=~/project-src/copied
+    cat "$s/kept"
     touch "$s/by-user" 2>/dev/null && echo user-wrote
     sudo -n touch "$s/by-root" 2>/dev/null && echo root-wrote
-    true'
+    findmnt -rn -o TARGET | grep -c copied || true'
   assert_success
-  assert_output "/workspace/copied"
+  assert_output "/workspace/copied
+one
+root-wrote
+0"
   assert_equal "$(ls -A "$dir" | tr '\n' ' ')" "gone kept src "
   assert_equal "$(cat "$dir/src/edit.txt")" "two"
   sandbox=$(jq -r --arg p "$dir" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")

@@ -97,18 +97,18 @@ setup() {
   run ss exec -- grep -v '^#' /etc/ss/sync-exclude
   assert_output $'node_modules\n.git\ndist\nbuild\ntmp'
   for sh in bash fish; do
-    ss exec -- sh -c 'rm -rf ~/project-src/demo ~/projects/demo &&
-      mkdir -p ~/project-src/demo/src ~/project-src/demo/node_modules/x ~/project-src/demo/tmp ~/projects/demo/node_modules/keep &&
+    ss exec -- sh -c 'rm -rf ~/project-src/demo ~/copy-projects/demo &&
+      mkdir -p ~/project-src/demo/src ~/project-src/demo/node_modules/x ~/project-src/demo/tmp ~/copy-projects/demo/node_modules/keep &&
       echo new > ~/project-src/demo/src/a && echo junk > ~/project-src/demo/tmp/t &&
-      echo stale > ~/projects/demo/stale'
+      echo stale > ~/copy-projects/demo/stale'
     if [ "$sh" = bash ]; then
-      run ss exec -- bash -ic 'cd ~/projects/demo/node_modules && sync-project'
+      run ss exec -- bash -ic 'cd ~/copy-projects/demo/node_modules && sync-project'
     else
-      run ss exec -- fish -c 'cd ~/projects/demo/node_modules; and sync-project'
+      run ss exec -- fish -c 'cd ~/copy-projects/demo/node_modules; and sync-project'
     fi
     assert_success
-    assert_line "Syncing /home/sandbox/project-src/demo/ -> /home/sandbox/projects/demo/ (excluding: node_modules .git dist build tmp)"
-    run ss exec -- sh -c 'cd ~/projects/demo && find . | sort'
+    assert_line "Syncing /home/sandbox/project-src/demo/ -> /home/sandbox/copy-projects/demo/ (excluding: node_modules .git dist build tmp)"
+    run ss exec -- sh -c 'cd ~/copy-projects/demo && find . | sort'
     assert_output $'.\n./node_modules\n./node_modules/keep\n./src\n./src/a'
   done
   run ss exec -- bash -ic 'sync-project nope'

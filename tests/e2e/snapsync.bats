@@ -33,7 +33,7 @@ teardown_file() {
 setup() {
   e2e_sandbox_env
   fake_internet_env
-  P="$SS_HOME/projects/sn-app"
+  P="$SS_HOME/copy-projects/sn-app"
 }
 
 in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }
@@ -90,14 +90,14 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   as_owner sh -c "echo one > '$P/a.txt'"
   run ss exec sn-app -- pwd
   assert_success
-  assert_output "/home/sandbox/projects/sn-app"
-  run in_sandbox 'cat ~/projects/sn-app/a.txt; touch ~/project-src/sn-app/x 2>&1 || echo read-only'
+  assert_output "/home/sandbox/copy-projects/sn-app"
+  run in_sandbox 'cat ~/copy-projects/sn-app/a.txt; touch ~/project-src/sn-app/x 2>&1 || echo read-only'
   assert_line --index 0 "one"
   assert_line "read-only"
-  in_sandbox 'echo agent > ~/projects/sn-app/agent.txt'
+  in_sandbox 'echo agent > ~/copy-projects/sn-app/agent.txt'
   # The copy is not the host's folder.
   assert_file_not_exists "$P/agent.txt"
-  in_sandbox 'rm ~/projects/sn-app/agent.txt'
+  in_sandbox 'rm ~/copy-projects/sn-app/agent.txt'
 }
 
 @test "sync leaves out each exclusion; the sandbox's file is the config's list" {
@@ -107,34 +107,34 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
     echo 1 > src/keep.js && mkdir -p .git && echo 1 > .git/HEAD"
   run ss sync sn-app
   assert_success
-  run in_sandbox 'cd ~/projects/sn-app && find . -type f | sort'
+  run in_sandbox 'cd ~/copy-projects/sn-app && find . -type f | sort'
   assert_line "./src/keep.js"
   refute_line --regexp '^\./(node_modules|dist|build|\.git|src/build)/'
   refute_line "./debug.log"
   run in_sandbox cat /etc/ss/sync-exclude
   assert_equal "$(grep -v '^#' <<< "$output")" "$(printf 'node_modules\n.git\ndist\nbuild\n*.log')"
   # The sandbox's own rsync with that file (what sync-project runs) agrees with ss sync.
-  run in_sandbox 'rsync -a --delete --dry-run --out-format="%n" --exclude-from=/etc/ss/sync-exclude ~/project-src/sn-app/ ~/projects/sn-app/ | grep -v "/\$" || true'
+  run in_sandbox 'rsync -a --delete --dry-run --out-format="%n" --exclude-from=/etc/ss/sync-exclude ~/project-src/sn-app/ ~/copy-projects/sn-app/ | grep -v "/\$" || true'
   assert_success
   assert_output ""
   # Excluded files in the copy are never deleted by a sync.
-  in_sandbox 'mkdir -p ~/projects/sn-app/node_modules/own && echo 1 > ~/projects/sn-app/node_modules/own/x'
+  in_sandbox 'mkdir -p ~/copy-projects/sn-app/node_modules/own && echo 1 > ~/copy-projects/sn-app/node_modules/own/x'
   run ss sync sn-app
   assert_success
-  in_sandbox 'test -f ~/projects/sn-app/node_modules/own/x'
+  in_sandbox 'test -f ~/copy-projects/sn-app/node_modules/own/x'
   ss config set sync.exclude 'node_modules, .git, dist, build' >/dev/null
 }
 
 @test "sync refuses to replace changes made in the copy; --dry-run lists; --force saves them first" {
   as_owner sh -c "echo v1 > '$P/shared.txt'"
   ss sync sn-app
-  in_sandbox 'echo agent-edit > ~/projects/sn-app/shared.txt && echo new > ~/projects/sn-app/only-copy.txt'
+  in_sandbox 'echo agent-edit > ~/copy-projects/sn-app/shared.txt && echo new > ~/copy-projects/sn-app/only-copy.txt'
   as_owner sh -c "echo v2-from-host > '$P/shared.txt'"
   run --separate-stderr ss sync sn-app
   assert_failure 1
   [[ "${stderr_lines[0]}" == "ss-sync: error: sync would delete or overwrite 2 files changed in the working copy of 'sn-app'" ]]
   [[ "$stderr" == *"  only-copy.txt"* && "$stderr" == *"  shared.txt"* ]]
-  run in_sandbox 'cat ~/projects/sn-app/shared.txt'
+  run in_sandbox 'cat ~/copy-projects/sn-app/shared.txt'
   assert_output "agent-edit"
   run ss sync sn-app --dry-run
   assert_success
@@ -142,7 +142,7 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   assert_line "would delete  only-copy.txt"
   run ss sync sn-app --dry-run --json
   echo "$output" | jq -e '.at_risk == ["only-copy.txt", "shared.txt"] or .at_risk == ["shared.txt", "only-copy.txt"]'
-  run in_sandbox 'cat ~/projects/sn-app/shared.txt'
+  run in_sandbox 'cat ~/copy-projects/sn-app/shared.txt'
   assert_output "agent-edit"
   run ss sync sn-app --force --json
   assert_success
@@ -152,7 +152,7 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   assert_equal "$(stat -c %a "$saved")" "600"
   assert_equal "$(tar -tzf "$saved" | sort | tr '\n' ' ')" "sn-app/only-copy.txt sn-app/shared.txt "
   assert_equal "$(tar -xzOf "$saved" sn-app/shared.txt)" "agent-edit"
-  run in_sandbox 'cat ~/projects/sn-app/shared.txt; test -e ~/projects/sn-app/only-copy.txt || echo gone'
+  run in_sandbox 'cat ~/copy-projects/sn-app/shared.txt; test -e ~/copy-projects/sn-app/only-copy.txt || echo gone'
   assert_output "v2-from-host
 gone"
   # Nothing changed in the copy since: a plain sync goes through.
@@ -166,7 +166,7 @@ gone"
   ss sync sn-app
   # The edit keeps the size and lands in the same second as the source's time (only the
   # nanoseconds differ), as an edit made right after a sync does.
-  in_sandbox 'cd ~/projects/sn-app && printf "a\nB\n" > edit.txt && rm del.txt && echo fresh > added.txt &&
+  in_sandbox 'cd ~/copy-projects/sn-app && printf "a\nB\n" > edit.txt && rm del.txt && echo fresh > added.txt &&
     touch -d "@$(stat -c %Y ~/project-src/sn-app/edit.txt).123456789" edit.txt'
   run ss diff sn-app
   assert_success
@@ -202,7 +202,7 @@ gone"
   as_owner sh -c "cd '$P' && echo mine > user-new.txt && printf 'base\nmore\n' > user.txt &&
     printf '1\n2\n3\nhost\n' > both.txt && printf '1\nhost\n3\n' > clash.txt &&
     echo host > ours.txt && echo host > theirs.txt"
-  in_sandbox 'cd ~/projects/sn-app && printf "agent\n2\n3\n" > agent.txt && printf "agent\n2\n3\n" > both.txt &&
+  in_sandbox 'cd ~/copy-projects/sn-app && printf "agent\n2\n3\n" > agent.txt && printf "agent\n2\n3\n" > both.txt &&
     printf "1\nagent\n3\n" > clash.txt && echo agent > ours.txt && echo agent > theirs.txt'
   run --separate-stderr ss diff sn-app
   assert_success
@@ -234,7 +234,7 @@ gone"
   # ours.txt and theirs.txt hold one line each: merged with markers too. Put them back, settle
   # them each way.
   as_owner sh -c "cd '$P' && echo host > ours.txt && echo host > theirs.txt"
-  in_sandbox 'cd ~/projects/sn-app && echo agent2 > ours.txt && echo agent2 > theirs.txt'
+  in_sandbox 'cd ~/copy-projects/sn-app && echo agent2 > ours.txt && echo agent2 > theirs.txt'
   run ss apply sn-app --ours --yes
   assert_success
   assert_equal "$(cat "$P/ours.txt")" "host"
@@ -243,19 +243,19 @@ gone"
   as_owner sh -c "printf 'settled\n' > '$P/clash.txt'"
   run ss sync sn-app
   assert_success
-  run in_sandbox 'cat ~/projects/sn-app/ours.txt ~/projects/sn-app/user-new.txt ~/projects/sn-app/clash.txt'
+  run in_sandbox 'cat ~/copy-projects/sn-app/ours.txt ~/copy-projects/sn-app/user-new.txt ~/copy-projects/sn-app/clash.txt'
   assert_output "host
 mine
 settled"
   as_owner sh -c "echo host3 > '$P/theirs.txt'"
-  in_sandbox 'echo agent3 > ~/projects/sn-app/theirs.txt'
+  in_sandbox 'echo agent3 > ~/copy-projects/sn-app/theirs.txt'
   run ss apply sn-app --theirs --yes
   assert_success
   assert_equal "$(cat "$P/theirs.txt")" "agent3"
   run ss apply sn-app --yes
   assert_output "Nothing to apply: the working copy of 'sn-app' matches its source."
   # A deletion in the copy of a file the user changed is a conflict too, and the file stays.
-  in_sandbox 'rm ~/projects/sn-app/user.txt'
+  in_sandbox 'rm ~/copy-projects/sn-app/user.txt'
   as_owner sh -c "echo again >> '$P/user.txt'"
   run ss apply sn-app --yes
   assert_failure 1
@@ -264,7 +264,7 @@ settled"
   run ss apply sn-app --ours --yes
   assert_success
   ss sync sn-app
-  run in_sandbox 'tail -1 ~/projects/sn-app/user.txt'
+  run in_sandbox 'tail -1 ~/copy-projects/sn-app/user.txt'
   assert_output "again"
 }
 
@@ -277,7 +277,7 @@ settled"
   # 1,000 rounds where a round costs least; fewer where each ss command starts a slower machine.
   local rounds
   case "$SS_E2E_BACKEND" in docker) rounds=1000 ;; qemu) rounds=20 ;; *) rounds=100 ;; esac
-  run python3 "$BATS_TEST_DIRNAME/apply_property.py" "$SS_HOME/projects/sn-prop" sn-prop \
+  run python3 "$BATS_TEST_DIRNAME/apply_property.py" "$SS_HOME/copy-projects/sn-prop" sn-prop \
     "${SS_E2E_PROPERTY_ROUNDS:-$rounds}" "${SS_E2E_PROPERTY_SEED:-$RANDOM}" -- \
     ssh -q -i "$SS_HOME/.ss/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
     -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$SS_HOME/.ss/sandboxes/$SANDBOX/known_hosts" \
@@ -291,14 +291,14 @@ settled"
 @test "delete of a copy-mode project: refused with unapplied work, saved with --force; nothing of it comes back" {
   ss new sn-del --copy >/dev/null
   ss sync sn-del >/dev/null
-  in_sandbox 'echo unapplied > ~/projects/sn-del/work.txt'
+  in_sandbox 'echo unapplied > ~/copy-projects/sn-del/work.txt'
   run --separate-stderr ss delete sn-del --yes
   assert_failure 1
   assert_equal "$stderr" "ss-project: error: deleting 'sn-del' would lose changes not yet applied in its working copy
   in sandbox '$SANDBOX': 1 file
 hint: bring them to the host first: ss apply sn-del
 hint: or save them on the host and delete: ss delete sn-del --force"
-  assert_dir_exists "$SS_HOME/projects/sn-del"
+  assert_dir_exists "$SS_HOME/copy-projects/sn-del"
   run ss delete sn-del --yes --force
   assert_success
   saved=$(sed -n 's/^Saved the working copy.s changes first: ~/~/p' <<< "$output")
@@ -312,7 +312,7 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   assert_output "0"
   # A new project of the same name starts from its own files.
   ss new sn-del --copy >/dev/null
-  run in_sandbox 'ls ~/projects/sn-del'
+  run in_sandbox 'ls ~/copy-projects/sn-del'
   refute_line "work.txt"
   ss delete sn-del --yes >/dev/null
 }
@@ -323,8 +323,8 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   chmod 0751 "$t/blob.bin"
   run ss push "$t/blob.bin" data/ --project sn-app
   assert_success
-  assert_output "Pushed $t/blob.bin to sandbox:/home/sandbox/projects/sn-app/data/blob.bin"
-  run in_sandbox stat -c %a projects/sn-app/data/blob.bin
+  assert_output "Pushed $t/blob.bin to sandbox:/home/sandbox/copy-projects/sn-app/data/blob.bin"
+  run in_sandbox stat -c %a copy-projects/sn-app/data/blob.bin
   assert_output "751"
   # Overwriting an existing file replaces it.
   head -c 1000 /dev/urandom > "$t/blob2.bin"
@@ -378,7 +378,7 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   claude=$(in_sandbox command -v claude)
   break_it claude "sudo mv $claude $claude.off" "sudo mv $claude.off $claude"
   break_it "project directory" 'chmod 000 ~/projects' 'chmod 755 ~/projects'
-  break_it "source mount" 'sudo umount ~/projects/sn-app && sudo umount ~/project-src/sn-app' 'true'
+  break_it "source mount" 'sudo chown sandbox ~/project-src/sn-app' 'sudo chown root ~/project-src/sn-app'
   ss exec sn-app -- true  # opening the project mounts the working copy again
   # Something in the sandbox holds the browser's port: the host's browser cannot be reached.
   port=$(cat "$BATS_FILE_TMPDIR/cdp_port")

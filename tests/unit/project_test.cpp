@@ -631,6 +631,38 @@ TEST_F(ProjectStoreTest, SizesAreApparentSizes) {
   EXPECT_EQ(Cat(sizes[0]), du.substr(0, du.find('\t')));
 }
 
+// Copy-mode projects live in a folder of their own, beside the shared one; a name is in one.
+TEST_F(ProjectStoreTest, CopyModeProjectsLiveBesideTheSharedOnes) {
+  std::string copies = tmp_.path() + "/copy-projects";
+  ProjectStore store(base_, copies);
+  Project shared = store.Create("shared-one");
+  CreateOptions copy;
+  copy.copy = true;
+  Project kept = store.Create("kept-apart", copy);
+  EXPECT_EQ(shared.path, base_ + "/shared-one");
+  EXPECT_EQ(kept.path, copies + "/kept-apart");
+  EXPECT_EQ(Entries(), std::vector<std::string>{"shared-one"});
+  EXPECT_EQ(store.ProjectPath("kept-apart"), copies + "/kept-apart");
+  EXPECT_EQ(store.ProjectPath("not-yet"), base_ + "/not-yet");
+  EXPECT_TRUE(store.Exists("kept-apart"));
+  EXPECT_EQ(store.Names(), (std::vector<std::string>{"kept-apart", "shared-one"}));
+  std::vector<Project> all = store.List();
+  ASSERT_EQ(all.size(), 2u);
+  AtomicWrite(copies + "/kept-apart/blob", std::string(300000, 'b'));
+  std::vector<int64_t> sizes = store.Sizes(all);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(sizes[i] > 300000, all[i].name == "kept-apart") << all[i].name;
+  }
+  // One name, one project: in either folder.
+  EXPECT_THROW(store.Create("kept-apart"), Error);
+  EXPECT_THROW(store.Create("shared-one", copy), Error);
+  ASSERT_TRUE(store.Find("kept-apart"));
+  EXPECT_EQ(store.Touch("kept-apart").path, copies + "/kept-apart");
+  EXPECT_EQ(store.Delete("kept-apart").path, copies + "/kept-apart");
+  EXPECT_FALSE(PathExists(copies + "/kept-apart"));
+  EXPECT_EQ(store.Names(), std::vector<std::string>{"shared-one"});
+}
+
 TEST_F(ProjectStoreTest, PathsNeedValidNames) {
   EXPECT_EQ(store_.ProjectPath("ok-name"), base_ + "/ok-name");
   for (const char* bad : {"..", "../x", "a/b", "", "/etc"}) {

@@ -128,7 +128,8 @@ TEST(WorkingCopy, ModeAndPaths) {
   EXPECT_TRUE(IsCopyMode(config, "my-app"));
   EXPECT_FALSE(IsCopyMode(config, "other"));
   EXPECT_EQ(SourceDir("my-app"), "/home/sandbox/project-src/my-app");
-  EXPECT_EQ(CopyDir("my-app"), "/home/sandbox/projects/my-app");
+  EXPECT_EQ(CopyDir("my-app"), "/home/sandbox/copy-projects/my-app");
+  EXPECT_EQ(SourceStamp("my-app"), "/home/sandbox/.ss/sources/my-app.stamp");
   EXPECT_THROW(Config::Parse("projects:\n  my-app:\n    mode: clone\n", "config.yaml"), Error);
 }
 
