@@ -17,6 +17,7 @@
 #include "egress.hpp"
 #include "error.hpp"
 #include "folders.hpp"
+#include "git_layer.hpp"
 #include "host_exec.hpp"
 #include "menu.hpp"
 #include "net_inject.hpp"
@@ -413,6 +414,32 @@ int NamingHostExecChanges(const std::string& host_dir, const Config& config,
   return status;
 }
 
+// A session in a working copy: on its way out, for whatever reason, the commits made in the
+// copy's own repository come to the host's (git_layer.hpp), before an ephemeral sandbox goes.
+int FetchingCommits(Session& s, const CopySource& source, const std::function<int()>& session) {
+  auto fetch = [&] {
+    try {
+      std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
+      if (!conn) return;
+      for (const auto& line : FetchLines(FetchGitLayer(*conn, source, s.sandbox().name()))) {
+        Note(Cat("Fetched from the sandbox: ", line));
+      }
+    } catch (const Error& e) {
+      Warn(Cat("the commits of the working copy of ", source.word, " were not fetched: ", e.what(),
+               "; try again: ss fetch ", source.word));
+    }
+  };
+  int status = 0;
+  try {
+    status = session();
+  } catch (...) {
+    fetch();
+    throw;
+  }
+  fetch();
+  return status;
+}
+
 int OpenProject(const AttachLine& o) {
   const std::string& name = o.words.empty() ? std::string() : o.words[0];
   if (o.words.size() > 1) {
@@ -423,7 +450,9 @@ int OpenProject(const AttachLine& o) {
   if (!o.has_command) CheckForUpdates();
   Session s(o);
   auto session = [&] { return OpenSession(o, s, name, [&] { return s.Dir(name); }); };
-  if (IsCopyMode(s.config(), name)) return session();
+  if (IsCopyMode(s.config(), name)) {
+    return FetchingCommits(s, ProjectCopy(s.config(), name), session);
+  }
   return NamingHostExecChanges(PlaceProject(s.config(), name), s.config(), session);
 }
 
@@ -470,7 +499,8 @@ int RunFolder(const AttachLine& o) {
   if (!o.has_command) CheckForUpdates();
   Session s(o, &folder);
   auto session = [&] { return OpenSession(o, s, folder.name, [&] { return s.Dir(""); }); };
-  if (folder.copy || o.no_mount) return session();
+  if (folder.copy) return FetchingCommits(s, FolderCopy(folder), session);
+  if (o.no_mount) return session();
   return NamingHostExecChanges(folder.path, s.config(), session);
 }
 

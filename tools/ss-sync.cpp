@@ -7,6 +7,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "folders.hpp"
+#include "git_layer.hpp"
 #include "host_exec.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
@@ -129,6 +130,47 @@ int ReportRefused(const std::vector<Refusal>& refused, std::string_view fate) {
            "):"));
   for (const auto& r : refused) Note(Cat("  ", Printable(r.path), ": ", Printable(r.why)));
   return kExitFailure;
+}
+
+int Fetch(const SyncLine& o, const Config& config) {
+  Target t = RequireCopy(o, config, "fetch");
+  Connection c(o, config, t.sandbox);
+  PrepareWorkingCopy(c.Get(), config, t.source, c.sandbox().name());
+  FetchReport r = FetchGitLayer(c.Get(), t.source, c.sandbox().name());
+  if (o.json) {
+    Json doc = JsonDocument("FetchReport");
+    doc["project"] = t.source.name;
+    doc["folder"] = t.source.folder() ? Json(t.source.host_dir) : Json();
+    doc["repository"] = r.repository;
+    doc["branches"] = Json::array();
+    for (const auto& b : r.branches) {
+      const char* outcome = b.outcome == FetchedBranch::Outcome::kFastForwarded ? "fast-forwarded"
+                            : b.outcome == FetchedBranch::Outcome::kNew         ? "new"
+                                                                                : "kept";
+      doc["branches"].push_back({{"name", b.name},
+                                 {"outcome", outcome},
+                                 {"commits", b.commits},
+                                 {"from", b.from.empty() ? Json() : Json(b.from)},
+                                 {"to", b.to},
+                                 {"ref", Cat("refs/remotes/sandbox/", b.name)},
+                                 {"why", b.why.empty() ? Json() : Json(b.why)}});
+    }
+    PrintJson(doc);
+    return 0;
+  }
+  const std::string& word = t.source.word;
+  if (!r.repository) {
+    std::cout << "Nothing to fetch: the working copy of " << word
+              << " has no repository of its own.\n";
+    return 0;
+  }
+  std::vector<std::string> lines = FetchLines(r);
+  if (lines.empty()) {
+    std::cout << "Nothing to fetch: the host has every commit of the working copy of " << word
+              << ".\n";
+  }
+  for (const auto& line : lines) std::cout << line << "\n";
+  return 0;
 }
 
 int Sync(const SyncLine& o, const Config& config) {
@@ -365,8 +407,8 @@ int Complete(const Args& words) {
     for (const auto& n : KnownSandboxes()) std::cout << n << "\n";
     return 0;
   }
-  if (prev == "--project" ||
-      (words.size() == 2 && (words[0] == "sync" || words[0] == "diff" || words[0] == "apply"))) {
+  if (prev == "--project" || (words.size() == 2 && (words[0] == "sync" || words[0] == "diff" ||
+                                                    words[0] == "apply" || words[0] == "fetch"))) {
     for (const auto& n : ProjectStore().Names()) std::cout << n << "\n";
   }
   std::string out;
@@ -381,6 +423,7 @@ int Run(const SyncLine& o) {
   if (o.command == "sync") return Sync(o, config);
   if (o.command == "diff") return Diff(o, config);
   if (o.command == "apply") return Apply(o, config);
+  if (o.command == "fetch") return Fetch(o, config);
   return Transfer(o, config);
 }
 
@@ -391,6 +434,9 @@ int main(int argc, char** argv) {
   return ss::RunTool("ss-sync", argc, argv, [](const ss::Args& args) {
     if (!args.empty() && args[0] == "--complete")
       return ss::Complete({args.begin() + 1, args.end()});
+    // Not for people: git's ext:: transport in `ss fetch` (git_layer.hpp).
+    if (!args.empty() && args[0] == "--git-transport")
+      return ss::RunGitTransport({args.begin() + 1, args.end()});
     return ss::Run(ss::ParseSyncLine(args));
   });
 }

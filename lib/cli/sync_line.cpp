@@ -30,6 +30,13 @@ const CommandTable& SyncCommands() {
                     "what changed on the host too is a conflict, left there unless --ours, "
                     "--theirs or --merge",
             .summary = "bring the copy's changes to the host project"},
+           {.name = "fetch",
+            .args = "[PROJECT]",
+            .max_args = 1,
+            .help = "bring the commits made in the copy's own repository to the host's, as "
+                    "objects and refs: each branch fast-forwarded when the host's has not moved, "
+                    "else left in sandbox/BRANCH (also done when a session in the copy ends)",
+            .summary = "bring the copy's commits to the host repository"},
            {.name = "push",
             .args = "LOCAL REMOTE",
             .min_args = 2,
@@ -67,8 +74,8 @@ const CommandTable& SyncCommands() {
                    .value = "SECONDS",
                    .help = "how long to wait for the sandbox to start (default 60)"},
                   {.name = "json",
-                   .help = "sync: print one JSON document (see ss-json(7))",
-                   .commands = {"sync"}},
+                   .help = "sync, fetch: print one JSON document (see ss-json(7))",
+                   .commands = {"sync", "fetch"}},
                   {.name = "yes",
                    .letter = 'y',
                    .help = "apply: do not ask for confirmation",

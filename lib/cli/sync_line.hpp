@@ -1,5 +1,5 @@
-// ss-sync's command line: `ss sync`, `ss diff`, `ss apply` (a working copy) and `ss push`,
-// `ss pull` (files in and out of the sandbox).
+// ss-sync's command line: `ss sync`, `ss diff`, `ss apply`, `ss fetch` (a working copy) and
+// `ss push`, `ss pull` (files in and out of the sandbox).
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 namespace ss {
 
 struct SyncLine {
-  std::string command;            // "sync", "diff", "apply", "push", "pull"; empty: none given
+  std::string command;  // "sync", "diff", "apply", "fetch", "push", "pull"; empty: none given
   std::vector<std::string> args;  // PROJECT, or LOCAL REMOTE / REMOTE LOCAL
   std::string sandbox;
   std::string project;

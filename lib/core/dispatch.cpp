@@ -53,6 +53,7 @@ const std::vector<Verb>& Verbs() {
       {"sync", "ss-sync", {"sync"}, "refresh the working copy from the source", "ss-sync"},
       {"diff", "ss-sync", {"diff"}, "show what changed in the working copy", "ss-sync"},
       {"apply", "ss-sync", {"apply"}, "copy working-copy changes back to the host", "ss-sync"},
+      {"fetch", "ss-sync", {"fetch"}, "bring the working copy's commits to the host", "ss-sync"},
       {"push", "ss-sync", {"push"}, "copy files into the sandbox", "ss-sync"},
       {"pull", "ss-sync", {"pull"}, "copy files out of the sandbox", "ss-sync"},
       {"net", "ss-net", {}, "the sandbox's network: allow, deny, ls, log", "ss-net"},

@@ -18,6 +18,7 @@
 #include "folders.hpp"
 #include "fs.hpp"
 #include "fs_at.hpp"
+#include "git_layer.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -159,6 +160,7 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
     // A copy of a deleted project of the same name goes first; this one starts afresh.
     if (!RemoveStaleCopy(conn, config, sandbox, project)) {
       SendSource(conn, config, source);
+      SeedGitLayer(conn, config, source);
       return false;
     }
     return PrepareWorkingCopy(conn, config, source, sandbox);
@@ -174,6 +176,7 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
         {Trim(filled.err).empty() ? "see the sandbox's logs" : std::string(Trim(filled.err))});
   }
   RecordBase(conn, sandbox, project, source.host_dir, since);
+  SeedGitLayer(conn, config, source);
   return true;
 }
 

@@ -83,7 +83,7 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
 // Sends the host's folder to ~/project-src/NAME as it stands now, unless what was last sent is
 // the same (one round trip then): a tar made on the host of what ExcludeRules lets through,
 // replacing the source whole (rsync --delete in the sandbox). Throws ss::Error(74) when the
-// folder cannot be read, 76 when the sandbox cannot take it.
+// folder cannot be read, 255 when the sandbox cannot take it.
 void SendSource(SshConnection& conn, const Config& config, const CopySource& source);
 
 }  // namespace ss

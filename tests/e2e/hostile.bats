@@ -705,15 +705,70 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   assert_equal "${stderr_lines[1]}" "  .envrc (direnv)"
 }
 
+@test "fetch: nothing of the sandbox's git runs on the host, whatever its repository says; a bad pack or object is refused whole" {
+  t="$BATS_TEST_TMPDIR"
+  hgit() { as_owner git -C "$P" "$@"; }
+  ss exec ho-app -- true
+  # The agent's repository asks for everything that makes a git run a program, on a branch of its
+  # own whose commit brings attributes that name its drivers.
+  in_copy "git checkout -q -b agent && git config core.fsmonitor 'touch $t/pwned; false' &&
+    git config core.pager 'touch $t/pwned; cat' && git config core.hooksPath .git/hooks &&
+    git config alias.st '!touch $t/pwned' && git config diff.external '/bin/sh -c \"touch $t/pwned\"' &&
+    git config filter.evil.smudge 'touch $t/pwned; cat' && git config filter.evil.clean 'touch $t/pwned; cat' &&
+    git config uploadpack.packObjectsHook 'touch $t/pwned;' &&
+    for h in reference-transaction post-checkout post-merge pre-commit post-index-change; do
+      printf '#!/bin/sh\ntouch $t/pwned\n' > .git/hooks/\$h && chmod +x .git/hooks/\$h; done &&
+    echo '* filter=evil diff=evil' > .gitattributes && git add .gitattributes &&
+    git -c core.hooksPath=/dev/null -c user.name=a -c user.email=a@s commit -q -m attributes"
+  run ss fetch ho-app
+  assert_success
+  assert_line "agent: new in the sandbox, 1 commit: sandbox/agent"
+  # The host's git, on everything it does with what came, runs nothing of the sandbox's.
+  as_owner sh -c "cd '$P' && git status >/dev/null && git diff main sandbox/agent >/dev/null &&
+    git log -p -2 sandbox/agent >/dev/null && git checkout -q sandbox/agent && git status >/dev/null &&
+    git checkout -q main && git branch -q taken sandbox/agent && git branch -q -D taken"
+  assert_not_exists "$t/pwned"
+  before=$(hgit for-each-ref --format='%(refname) %(objectname)')
+  # A tree with a .git in it: refused by the host's object checks, nothing moves.
+  in_copy "b=\$(echo evil | git hash-object -w --stdin) && tr=\$(printf '100644 blob %s\t.git\n' \$b | git mktree) &&
+    c=\$(git -c user.name=a -c user.email=a@s commit-tree \$tr -p HEAD -m dotgit) &&
+    git -c core.hooksPath=/dev/null update-ref refs/heads/agent \$c"
+  run --separate-stderr ss fetch ho-app
+  assert_failure 255
+  assert_equal "${stderr_lines[0]}" "ss-sync: error: cannot fetch the commits of the working copy of ho-app"
+  [[ "$stderr" == *"hasDotgit"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  # An upload-pack of its own that answers garbage, escapes included: the same.
+  in_sandbox 'sudo -n tee /usr/local/bin/git-upload-pack >/dev/null && sudo -n chmod 755 /usr/local/bin/git-upload-pack' <<'SH'
+#!/bin/sh
+printf '0041ffffffffffffffffffffffffffffffffffffffff refs/heads/main\033[2J\n'
+printf '\033[31mred\033]0;title\007\n' >&2
+head -c 100000 /dev/urandom
+SH
+  run --separate-stderr ss fetch ho-app
+  assert_failure 255
+  [[ "$stderr" != *$'\e'* ]] || { echo "an escape reached the terminal"; false; }
+  assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  in_sandbox 'sudo -n rm -f /usr/local/bin/git-upload-pack'
+  in_copy 'git config --remove-section filter.evil && git config --unset core.fsmonitor &&
+    git -c core.hooksPath=/dev/null checkout -q -f main && git -c core.hooksPath=/dev/null branch -q -D agent'
+  run ss fetch ho-app
+  assert_success
+  refute_output --partial "agent"
+  [ -z "$(hgit for-each-ref refs/remotes/sandbox/agent)" ]
+  assert_not_exists "$t/pwned"
+}
+
 @test "copy mode is a copy: root in the sandbox finds the host's folder of a copy-mode project nowhere, whatever it unmounts or makes" {
   # The project lives beside the shared projects folder, not in it.
   [ -d "$P" ] && [ ! -e "$SS_HOME/projects/ho-app" ]
-  in_copy true
+  ss exec ho-app -- true
   # Written on the host after the last send: only the host's own folder holds it.
   marker="host-only-$$-$RANDOM$RANDOM"
   as_owner sh -c "echo '$marker' > '$P/marker.txt'"
-  # (ss's own record of when the project was last opened aside.)
-  sum() { (cd "$P" && find . -path ./.ss -prune -o -printf '%p %y %m %s %T@\n' | sort && cat marker.txt) | sha256sum; }
+  # (ss's own record of when the project was last opened aside, and the refs and objects a
+  # session's end fetches; the repository's settings and hooks are in.)
+  sum() { (cd "$P" && find . -path ./.ss -prune -o \( -path ./.git/objects -o -path ./.git/refs -o -path ./.git/logs \) -prune -o -printf '%p %y %m %s %T@\n' | sort && cat marker.txt .git/config) | sha256sum; }
   before=$(sum)
   # Every mount but the system's, and the home folder: the marker is nowhere.
   run in_sandbox "sudo -n sh -s $marker" <<'SH'
@@ -727,7 +782,7 @@ SH
   assert_equal "$(sum)" "$before"
   # What it made in the shared folder is a folder of its own there, never the project: ss opens
   # the copy-mode project, untouched, and sends it again whole.
-  run ss ho-app -- sh -c 'pwd; cat ~/project-src/ho-app/marker.txt; grep -c tampered ~/project-src/ho-app/README.md || true'
+  run --separate-stderr ss ho-app -- sh -c 'pwd; cat ~/project-src/ho-app/marker.txt; grep -c tampered ~/project-src/ho-app/README.md || true'
   assert_success
   assert_equal "$output" "/home/sandbox/copy-projects/ho-app
 $marker

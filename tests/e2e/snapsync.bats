@@ -104,13 +104,16 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   ss config set sync.exclude 'node_modules, .git, dist, build, *.log' >/dev/null
   as_owner sh -c "cd '$P' && mkdir -p node_modules/m dist build src/build && echo 1 > node_modules/m/i.js &&
     echo 1 > dist/d.js && echo 1 > build/b.o && echo 1 > src/build/x && echo 1 > debug.log &&
-    echo 1 > src/keep.js && mkdir -p .git && echo 1 > .git/HEAD"
+    echo 1 > src/keep.js && mkdir -p .git && echo 1 > .git/not-synced"
   run ss sync sn-app
   assert_success
   run in_sandbox 'cd ~/copy-projects/sn-app && find . -type f | sort'
   assert_line "./src/keep.js"
-  refute_line --regexp '^\./(node_modules|dist|build|\.git|src/build)/'
+  refute_line --regexp '^\./(node_modules|dist|build|src/build)/'
   refute_line "./debug.log"
+  # The copy's .git is its own repository (fetch), never the host's.
+  assert_line "./.git/HEAD"
+  refute_line "./.git/not-synced"
   run in_sandbox cat /etc/ss/sync-exclude
   assert_equal "$(grep -v '^#' <<< "$output")" "$(printf 'node_modules\n.git\ndist\nbuild\n*.log')"
   # The sandbox's own rsync with that file (what sync-project runs) agrees with ss sync.
@@ -315,6 +318,48 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   run in_sandbox 'ls ~/copy-projects/sn-del'
   refute_line "work.txt"
   ss delete sn-del --yes >/dev/null
+}
+
+@test "fetch: the copy has a repository of its own; the agent's commits come back as objects and refs, fast-forwarded or left in sandbox/BRANCH" {
+  ss new sn-git --copy >/dev/null
+  G="$SS_HOME/copy-projects/sn-git"
+  hgit() { as_owner git -C "$G" "$@"; }
+  commit() { echo "git -c user.name=agent -c user.email=agent@sandbox commit -q $*"; }
+  # The host's history, HEAD on its branch, nothing to commit: the copy is the host's checkout.
+  run ss exec sn-git -- sh -c 'git log --format=%s; git branch --show-current; git status --porcelain'
+  assert_success
+  assert_output "Initial commit from Super-Sandbox
+main"
+  # Two commits; the session's end brings them: main fast-forwarded, its checkout too.
+  run --separate-stderr ss sn-git -- sh -c "$(commit --allow-empty -m one) && echo two > two.txt && git add two.txt && $(commit -m two)"
+  assert_success
+  [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 2 commits ("* ]] || { echo "$stderr"; false; }
+  assert_equal "$(hgit log --format=%s | tr '\n' '|')" "two|one|Initial commit from Super-Sandbox|"
+  assert_equal "$(cat "$G/two.txt")" "two"
+  assert_equal "$(hgit status --porcelain --untracked-files=no)" ""
+  assert_equal "$(stat -c %u "$G/two.txt" "$G/.git/refs/heads/main" | sort -u)" "$(stat -c %u "$G")"
+  run ss fetch sn-git
+  assert_success
+  assert_output "Nothing to fetch: the host has every commit of the working copy of sn-git."
+  # The host moves on; the sandbox's next commits wait in sandbox/main. A new branch is new.
+  as_owner sh -c "cd '$G' && echo host > host.txt && git add host.txt && git -c user.name=u -c user.email=u@h commit -q -m host"
+  ss exec sn-git -- sh -c "$(commit --allow-empty -m three) && git checkout -q -b feature && $(commit --allow-empty -m four)"
+  run ss fetch sn-git
+  assert_success
+  assert_line "feature: new in the sandbox, 2 commits: sandbox/feature"
+  assert_line "main: 1 commit left in sandbox/main: the host's main has commits of its own; merge them: git merge sandbox/main"
+  assert_equal "$(hgit log -1 --format=%s main)" "host"
+  assert_equal "$(hgit log -1 --format=%s sandbox/main)" "three"
+  assert_equal "$(hgit log -1 --format=%s sandbox/feature)" "four"
+  run ss fetch sn-git --json
+  echo "$output" | jq -e '.kind == "FetchReport" and .repository == true and ([.branches[].outcome] | sort) == ["kept", "new"]'
+  # A branch the host has but has not checked out is moved on by its ref alone.
+  hgit branch side sandbox/main~1
+  ss exec sn-git -- sh -c "git checkout -q main && git branch -f side main && git checkout -q side && $(commit --allow-empty -m five)"
+  run ss fetch sn-git
+  assert_line --regexp "^side: fast-forwarded by 2 commits \([0-9a-f]{7}\.\.[0-9a-f]{7}\)$"
+  assert_equal "$(hgit log -1 --format=%s side)" "five"
+  assert_equal "$(hgit branch --show-current)" "main"
 }
 
 @test "push and pull: binary files and directories round-trip with their modes; overwrite overwrites" {

@@ -9,6 +9,7 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "git_layer.hpp"
 #include "health.hpp"
 #include "provision.hpp"
 #include "strings.hpp"
@@ -131,6 +132,21 @@ TEST(WorkingCopy, ModeAndPaths) {
   EXPECT_EQ(CopyDir("my-app"), "/home/sandbox/copy-projects/my-app");
   EXPECT_EQ(SourceStamp("my-app"), "/home/sandbox/.ss/sources/my-app.stamp");
   EXPECT_THROW(Config::Parse("projects:\n  my-app:\n    mode: clone\n", "config.yaml"), Error);
+}
+
+TEST(GitLayer, OneLinePerBranchWithCommitsTheHostLacked) {
+  FetchReport r;
+  r.repository = true;
+  FetchedBranch ff{
+      "main", FetchedBranch::Outcome::kFastForwarded, "1a2b3c4d5e6f", "5d6e7f8a9b0c", 3, ""};
+  FetchedBranch added{"feature", FetchedBranch::Outcome::kNew, "", "abc", 1, ""};
+  FetchedBranch kept{"dev\x1b[2J", FetchedBranch::Outcome::kKept, "a", "b", 2, "why"};
+  r.branches = {ff, added, kept};
+  EXPECT_EQ(FetchLines(r),
+            (std::vector<std::string>{"main: fast-forwarded by 3 commits (1a2b3c4..5d6e7f8)",
+                                      "feature: new in the sandbox, 1 commit: sandbox/feature",
+                                      "dev^[[2J: 2 commits left in sandbox/dev^[[2J: why"}));
+  EXPECT_TRUE(FetchLines(FetchReport{}).empty());
 }
 
 TEST(Transfer, RemotePaths) {
