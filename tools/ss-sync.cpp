@@ -26,17 +26,21 @@
 namespace ss {
 namespace {
 
-// The project of the current directory, if it is inside the projects folder.
+// The project of the current directory, if it is inside the projects folder or the copy-mode
+// projects' one.
 std::string ProjectOfCwd() {
   char buf[4096];
   if (!::getcwd(buf, sizeof buf)) return "";
-  std::string cwd = buf, base = ProjectsDir();
-  char real[4096];
-  if (::realpath(base.c_str(), real)) base = real;
-  if (cwd.rfind(base + "/", 0) != 0) return "";
-  std::string rest = cwd.substr(base.size() + 1);
-  std::string name = rest.substr(0, rest.find('/'));
-  return IsValidProjectName(name) ? name : "";
+  std::string cwd = buf;
+  for (std::string base : {ProjectsDir(), CopyProjectsDir()}) {
+    char real[4096];
+    if (::realpath(base.c_str(), real)) base = real;
+    if (cwd.rfind(base + "/", 0) != 0) continue;
+    std::string rest = cwd.substr(base.size() + 1);
+    std::string name = rest.substr(0, rest.find('/'));
+    return IsValidProjectName(name) ? name : "";
+  }
+  return "";
 }
 
 std::string RequireProject(std::string name, const std::string& verb) {

@@ -60,14 +60,15 @@ std::string PlaceProject(const Config& config, const std::string& project) {
   } else {
     EnsureProjectsDir();
   }
-  // Never over anything: renameat2 would do, but a folder in the way is an error either way.
+  // Never over anything: a folder there (a sandbox may make one in the shared folder) is the
+  // user's to look at.
   struct stat st;
-  if (::lstat(want.c_str(), &st) == 0 || ::rename(have.c_str(), want.c_str()) != 0) {
+  bool taken = ::lstat(want.c_str(), &st) == 0;
+  if (taken || ::rename(have.c_str(), want.c_str()) != 0) {
     throw Error(kExitCantCreate,
                 Cat("cannot move project '", project, "' to ", DisplayPath(want), ": ",
-                    errno == 0 || ::lstat(want.c_str(), &st) == 0 ? "something is there"
-                                                                  : std::strerror(errno)),
-                {}, {Cat("move it there yourself, from ", DisplayPath(have))});
+                    taken ? "something is there already" : std::strerror(errno)),
+                {}, {Cat("look at both, then move it there yourself, from ", DisplayPath(have))});
   }
   Note(IsCopyMode(config, project)
            ? Cat("Moved project '", project,

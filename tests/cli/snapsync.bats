@@ -101,6 +101,27 @@ hint: see 'ss snapshot --help'"
   assert_output "mount"
   run --separate-stderr ss list --copy
   assert_equal "$status" 64
+  # Copy-mode projects live beside the folder sandboxes share, never in it.
+  assert_dir_exists "$SS_HOME/copy-projects/sn-copy"
+  assert_not_exists "$SS_HOME/projects/sn-copy"
+  assert_equal "$(stat -c %a "$SS_HOME/copy-projects")" "700"
+  run ss list
+  assert_line --partial "sn-copy"
+  assert_line --partial "sn-plain"
+  # A mode changed in config.yaml moves the project at its next use, and says so; never over
+  # a folder in the way.
+  ss config set projects.sn-plain.mode copy >/dev/null
+  cd "$SS_HOME/projects/sn-plain"
+  run --separate-stderr ss diff
+  assert_equal "${stderr_lines[0]}" "Moved project 'sn-plain' out of the folder sandboxes share (copy mode): ~/super-sandbox/copy-projects/sn-plain"
+  assert_dir_exists "$SS_HOME/copy-projects/sn-plain"
+  assert_not_exists "$SS_HOME/projects/sn-plain"
+  mkdir "$SS_HOME/projects/sn-copy"
+  ss config set projects.sn-copy.mode mount >/dev/null
+  run --separate-stderr ss sn-copy -- true
+  assert_equal "$status" 73
+  assert_equal "${stderr_lines[0]}" "ss: error: cannot move project 'sn-copy' to ~/super-sandbox/projects/sn-copy: something is there already"
+  assert_dir_exists "$SS_HOME/copy-projects/sn-copy"
 }
 
 @test "sync, diff, apply: which project, and only in working-copy mode" {
