@@ -421,7 +421,8 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
     try {
       std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
       if (!conn) return;
-      for (const auto& line : FetchLines(FetchGitLayer(*conn, source, s.sandbox().name()))) {
+      for (const auto& line :
+           FetchLines(FetchGitLayer(*conn, s.config(), source, s.sandbox().name()))) {
         Note(Cat("Fetched from the sandbox: ", line));
       }
     } catch (const Error& e) {

@@ -140,7 +140,7 @@ int Fetch(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "fetch");
   Connection c(o, config, t.sandbox);
   PrepareWorkingCopy(c.Get(), config, t.source, c.sandbox().name());
-  FetchReport r = FetchGitLayer(c.Get(), t.source, c.sandbox().name());
+  FetchReport r = FetchGitLayer(c.Get(), config, t.source, c.sandbox().name());
   if (o.json) {
     Json doc = JsonDocument("FetchReport");
     doc["project"] = t.source.name;
@@ -150,6 +150,7 @@ int Fetch(const SyncLine& o, const Config& config) {
     for (const auto& b : r.branches) {
       const char* outcome = b.outcome == FetchedBranch::Outcome::kFastForwarded ? "fast-forwarded"
                             : b.outcome == FetchedBranch::Outcome::kNew         ? "new"
+                            : b.outcome == FetchedBranch::Outcome::kSaved       ? "saved"
                                                                                 : "kept";
       doc["branches"].push_back({{"name", b.name},
                                  {"outcome", outcome},

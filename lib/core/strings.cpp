@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdio>
 
 namespace ss {
 
@@ -56,13 +57,44 @@ std::string Quoted(std::string_view s) { return Cat("'", s, "'"); }
 std::string Printable(std::string_view s, bool lines) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '\t' || (lines && c == '\n') || (u >= 0x20 && u != 0x7f)) {
-      out += c;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto u = static_cast<unsigned char>(s[i]);
+    if (u < 0x80) {
+      if (s[i] == '\t' || (lines && s[i] == '\n') || (u >= 0x20 && u != 0x7f)) {
+        out += s[i];
+      } else {
+        out += '^';
+        out += u == 0x7f ? '?' : static_cast<char>(u + 0x40);
+      }
+      continue;
+    }
+    // UTF-8: a whole, shortest-form character passes unless it is a C1 control (a terminal reads
+    // U+009B as CSI) or one that reorders or hides text (bidi controls, zero-width marks); any
+    // other byte is shown as \xNN.
+    size_t n = u >= 0xf0 && u < 0xf5 ? 4 : u >= 0xe0 ? 3 : u >= 0xc2 && u < 0xe0 ? 2 : 0;
+    uint32_t cp = n == 2 ? u & 0x1f : n == 3 ? u & 0x0f : u & 0x07;
+    bool whole = n > 0 && i + n <= s.size();
+    for (size_t k = 1; whole && k < n; ++k) {
+      auto b = static_cast<unsigned char>(s[i + k]);
+      whole = (b & 0xc0) == 0x80;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    whole = whole && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+            !(cp >= 0xd800 && cp <= 0xdfff);
+    bool hidden = (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) ||
+                  (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+    if (!whole) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else if (hidden) {
+      char buf[12];
+      std::snprintf(buf, sizeof buf, "<U+%04X>", cp);
+      out += buf;
+      i += n - 1;
     } else {
-      out += '^';
-      out += u == 0x7f ? '?' : static_cast<char>(u + 0x40);
+      out.append(s.substr(i, n));
+      i += n - 1;
     }
   }
   return out;

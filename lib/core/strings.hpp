@@ -27,7 +27,8 @@ std::string ToLower(std::string_view s);
 // "'x'" quoting used in messages (not for shells: see shell_quote.hpp).
 std::string Quoted(std::string_view s);
 // Text from a sandbox made safe for a terminal: control characters shown as cat -v does ("^[",
-// "^?"), tabs kept, and line breaks too when `lines`.
+// "^?"), tabs kept, and line breaks too when `lines`; UTF-8 C1 controls and characters that
+// reorder or hide text as "<U+202E>", bytes that are not UTF-8 as "\xff".
 std::string Printable(std::string_view s, bool lines = false);
 // Whether every character of `s` is one of `chars`, where "a-z", "A-Z" and "0-9" (or narrower,
 // two letters or two digits of one kind) are ranges and every other '-' is itself. Linear, for

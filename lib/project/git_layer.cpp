@@ -1,19 +1,27 @@
 #include "git_layer.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "config.hpp"
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "host_exec.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "project.hpp"
@@ -21,6 +29,7 @@
 #include "resources.hpp"
 #include "sandbox.hpp"
 #include "shell_quote.hpp"
+#include "size.hpp"
 #include "ssh.hpp"
 #include "strings.hpp"
 #include "transfer.hpp"
@@ -89,6 +98,59 @@ bool IsCopyPath(const std::string& path) {
          name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
 }
 
+// Why `from`..`to` may not move a host branch, or nullopt. Never when its commits change files
+// the host runs or obeys on its own (as ss apply without --allow-exec); for the checked-out
+// branch also never over files the user has there that git does not track (ignored ones
+// included: git would replace them), nor past sync.max_size written into the checkout.
+std::optional<std::string> WhyNotMove(const std::string& dir, const std::string& from,
+                                      const std::string& to, bool checked_out,
+                                      const HostExecRules& rules, int64_t max_size,
+                                      const std::string& take) {
+  std::string raw =
+      GitChecked(dir, {"diff-tree", "-r", "-z", "--no-renames", from, to}, "cannot compare");
+  std::vector<std::string> fields = Split(raw, '\0');
+  std::vector<std::string> exec, untracked, blobs;
+  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+    // ":OLDMODE NEWMODE OLDSHA NEWSHA STATUS", then the path.
+    std::vector<std::string> meta = Split(fields[i], ' ');
+    const std::string& path = fields[i + 1];
+    if (meta.size() < 5 || meta[4].empty()) continue;
+    char status = meta[4][0];
+    if (status == 'D') continue;
+    if (auto what = rules.Why(path)) exec.push_back(Cat(Printable(path), " (", *what, ")"));
+    struct stat st;
+    if (checked_out && meta[0] == ":000000" && ::lstat(Cat(dir, "/", path).c_str(), &st) == 0) {
+      untracked.push_back(Printable(path));
+    }
+    if (meta[1].rfind("100", 0) == 0 || meta[1] == "120000") blobs.push_back(meta[3]);
+  }
+  auto some = [](const std::vector<std::string>& v) {
+    std::vector<std::string> head(v.begin(), v.begin() + std::min<size_t>(v.size(), 5));
+    return Cat(Join(head, ", "), v.size() > 5 ? Cat(" and ", v.size() - 5, " more") : "");
+  };
+  if (!exec.empty()) {
+    return Cat("its commits change files the host runs or obeys on its own: ", some(exec),
+               "; read them (git diff ", from.substr(0, 7), " ", take, "), then: git merge ", take);
+  }
+  if (!checked_out) return std::nullopt;
+  if (!untracked.empty()) {
+    return Cat("its commits bring files you have there and git does not track: ", some(untracked),
+               "; move them aside, then: git merge --ff-only ", take);
+  }
+  ProcessOptions o;
+  o.input = Join(blobs, "\n") + "\n";
+  int64_t bytes = 0;
+  if (!blobs.empty()) {
+    ProcessResult sizes = Run(GitArgv(dir, {"cat-file", "--batch-check=%(objectsize)"}), o);
+    for (const auto& line : SplitLines(sizes.out)) bytes += ParseDecimal(line).value_or(0);
+  }
+  if (max_size >= 0 && bytes > max_size) {
+    return Cat("its commits would write ", FormatSizeHuman(bytes), " into the checkout, more than ",
+               "sync.max_size (", FormatSizeHuman(max_size), "); then: git merge --ff-only ", take);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool SeedGitLayer(SshConnection& conn, const Config& config, const CopySource& source) {
@@ -125,7 +187,7 @@ bool SeedGitLayer(SshConnection& conn, const Config& config, const CopySource& s
   return true;
 }
 
-FetchReport FetchGitLayer(SshConnection& conn, const CopySource& source,
+FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopySource& source,
                           const std::string& sandbox) {
   FetchReport report;
   std::string copy = CopyDir(source.name);
@@ -146,6 +208,10 @@ FetchReport FetchGitLayer(SshConnection& conn, const CopySource& source,
   }
   std::string url = Cat("ext::", ExtWord(ExecutableDir() + "/ss-sync"), " --git-transport %S ",
                         ExtWord(sandbox), " ", ExtWord(copy));
+  // What the sandbox gave before: a commit it no longer has (rewritten, or its repository made
+  // again) is not dropped with its ref.
+  std::string given =
+      Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", kSandboxRefs}).value_or("");
   ProcessResult fetched = Run(GitArgv(
       dir, {"-c", "protocol.ext.allow=always", "-c", "fetch.fsckObjects=true", "-c",
             "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
@@ -158,6 +224,26 @@ FetchReport FetchGitLayer(SshConnection& conn, const CopySource& source,
     throw Error(kExitRemote, Cat("cannot fetch the commits of the working copy of ", source.word),
                 details, {"the host's branches are as they were"});
   }
+  for (const auto& line : SplitLines(given)) {
+    auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    std::string oid = line.substr(tab + 1);
+    if (Git(dir, {"rev-list", "-n1", oid, "--not", "--branches", Cat("--glob=", kSandboxRefs, "*")})
+            .value_or("")
+            .empty()) {
+      continue;
+    }
+    FetchedBranch b;
+    b.name = line.substr(std::strlen(kSandboxRefs), tab - std::strlen(kSandboxRefs));
+    b.outcome = FetchedBranch::Outcome::kSaved;
+    b.to = oid;
+    b.commits = CountCommits(dir, {oid, "--not", "--branches", Cat("--glob=", kSandboxRefs, "*")});
+    std::string keep = Cat("sandbox-kept/", b.name, "-", oid.substr(0, 7));
+    b.why = keep;
+    if (Git(dir, {"update-ref", Cat("refs/heads/", keep), oid, ""})) report.branches.push_back(b);
+  }
+  HostExecRules rules = HostExecRules::From(config);
+  int64_t max_size = config.Int("sync.max_size");
   std::string current = Git(dir, {"symbolic-ref", "-q", "HEAD"}).value_or("");
   std::string refs =
       Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", kSandboxRefs}).value_or("");
@@ -179,9 +265,13 @@ FetchReport FetchGitLayer(SshConnection& conn, const CopySource& source,
     }
     if (b.from == b.to || IsAncestor(dir, b.to, b.from)) continue;  // nothing the host lacks
     b.commits = CountCommits(dir, {Cat(b.from, "..", b.to)});
+    std::optional<std::string> why;
     if (!IsAncestor(dir, b.from, b.to)) {
       b.outcome = FetchedBranch::Outcome::kKept;
       b.why = Cat("the host's ", b.name, " has commits of its own; merge them: git merge ", shown);
+    } else if ((why = WhyNotMove(dir, b.from, b.to, current == branch, rules, max_size, shown))) {
+      b.outcome = FetchedBranch::Outcome::kKept;
+      b.why = *why;
     } else if (current != branch) {
       bool moved = Git(dir, {"update-ref", "-m", "ss fetch: fast-forward from the sandbox", branch,
                              b.to, b.from})
@@ -225,10 +315,71 @@ std::vector<std::string> FetchLines(const FetchReport& report) {
         lines.push_back(
             Cat(name, ": ", commits, " left in sandbox/", name, ": ", Printable(b.why)));
         break;
+      case FetchedBranch::Outcome::kSaved:
+        lines.push_back(Cat(name, ": the sandbox no longer has ", commits,
+                            " it gave before: kept in ", Printable(b.why)));
+        break;
     }
   }
   return lines;
 }
+
+namespace {
+
+// What the sandbox's upload-pack may do to the host's fetch: advertise this many branches at most
+// (each one a ref and a reflog on the host), and fall silent this long (it sends a keepalive
+// every 5 s while it prepares a pack).
+constexpr int kMaxBranches = 1000;
+int SilentSeconds() {
+  // (Shorter in the tests: SS_FETCH_SILENT_SECONDS.)
+  const char* text = std::getenv("SS_FETCH_SILENT_SECONDS");
+  std::optional<int64_t> s = ParseDecimal(text ? text : "");
+  return s && *s > 0 && *s < 3600 ? static_cast<int>(*s) : 60;
+}
+
+// Copies upload-pack's output (from `in`) to git (stdout), reading the ref advertisement on its
+// way (pkt-lines up to the first flush, protocol v0). Returns why it stopped early, or empty.
+std::string Relay(int in) {
+  std::string head;  // the advertisement, until its flush
+  bool advertised = false;
+  size_t at = 0;
+  int branches = 0;
+  char buf[65536];
+  while (true) {
+    struct pollfd p {
+      in, POLLIN, 0
+    };
+    int ready = ::poll(&p, 1, SilentSeconds() * 1000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0)
+      return Cat("the sandbox's git-upload-pack sent nothing for ", SilentSeconds(), " s");
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return "";
+    if (!advertised) {
+      head.append(buf, static_cast<size_t>(n));
+      while (!advertised && at + 4 <= head.size()) {
+        size_t len = std::strtoul(head.substr(at, 4).c_str(), nullptr, 16);
+        if (len == 0) {
+          advertised = true;
+          break;
+        }
+        if (len < 4 || at + len > head.size()) break;
+        if (head.find(" refs/heads/", at) < at + len && ++branches > kMaxBranches) {
+          return Cat("the sandbox's repository has more than ", kMaxBranches, " branches");
+        }
+        at += len;
+      }
+    }
+    try {
+      WriteAll(1, std::string_view(buf, static_cast<size_t>(n)), "git's input");
+    } catch (const Error&) {
+      return "";  // git is gone: it says why
+    }
+  }
+}
+
+}  // namespace
 
 int RunGitTransport(const std::vector<std::string>& args) {
   if (args.size() != 3 || args[0] != "git-upload-pack") {
@@ -246,11 +397,49 @@ int RunGitTransport(const std::vector<std::string>& args) {
   Sandbox sandbox(name, config);
   std::unique_ptr<SshConnection> conn = sandbox.TryConnect();
   if (!conn) throw Error(kExitUnavailable, Cat("sandbox '", name, "' is not running"));
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw Error(kExitSoftware, Cat("cannot make a pipe: ", std::strerror(errno)));
+  }
+  Fd out(fds[0]), into(fds[1]);
+  std::string stopped;
+  std::atomic<bool> exec_done{false};
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  std::thread relay([&] {
+    ::pthread_sigmask(SIG_BLOCK, &term, nullptr);  // the command's SIGTERM is the main thread's
+    stopped = Relay(out.get());
+    out.Close();  // what upload-pack writes from now on ends it (EPIPE)
+    if (stopped.empty()) return;
+    // git sees the end of the stream; the command in the sandbox is ended as an interrupt would
+    // end it (ExecStream passes the first SIGTERM on, and closes the session on the second).
+    ::close(1);
+    ::kill(::getpid(), SIGTERM);
+    for (int i = 0; i < 20 && !exec_done; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!exec_done) ::kill(::getpid(), SIGTERM);
+  });
   StreamOptions so;
+  so.out_fd = into.get();
   so.max_output = config.Int("sync.max_size");
   so.out_over_limit = std::make_shared<bool>(false);
   so.max_err = 64 * 1024;
-  int status = conn->ExecStream({"git-upload-pack", "--strict", path + "/.git"}, so);
+  int status = 255;
+  std::optional<Error> failed;
+  try {
+    status = conn->ExecStream({"git-upload-pack", "--strict", path + "/.git"}, so);
+  } catch (const Error& e) {
+    failed = e;
+  }
+  // A SIGTERM the relay sends from now on stays pending, never ending this process.
+  ::pthread_sigmask(SIG_BLOCK, &term, nullptr);
+  exec_done = true;
+  into.Close();
+  relay.join();
+  if (!stopped.empty()) throw Error(kExitRemote, stopped, {}, {"nothing was fetched"});
+  if (failed) throw *failed;
   if (*so.out_over_limit) {
     throw TooLarge({config.Int("sync.max_size"), Cat("sandbox '", name, "'")}, "the fetch");
   }

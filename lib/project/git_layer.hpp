@@ -13,7 +13,11 @@
 //   the sandbox's git configuration or hooks is read or run on the host, every object is checked
 //   (fetch.fsckObjects) and the pack is bounded by sync.max_size. A host branch the sandbox's
 //   commits only add to is fast-forwarded (its worktree too when it is checked out and has no
-//   changes not committed); otherwise they stay in sandbox/BRANCH, and a line says so.
+//   changes not committed); otherwise they stay in sandbox/BRANCH, and a line says why: the host
+//   branch moved, the commits change files the host runs or obeys on its own (the list of
+//   host_exec.hpp, as ss apply without --allow-exec), or, for the checked-out branch, they would
+//   replace files git does not track there, or write more than sync.max_size. Commits the
+//   sandbox gave before and no longer has are kept in branch sandbox-kept/BRANCH-COMMIT.
 #pragma once
 
 #include <string>
@@ -34,13 +38,14 @@ struct FetchedBranch {
   enum class Outcome {
     kFastForwarded,  // the host branch now points at the sandbox's commit
     kNew,            // the host has no such branch: in sandbox/NAME only
-    kKept,           // the host branch moved, or its checkout has changes: in sandbox/NAME
+    kKept,           // the host branch moved, or may not be moved (`why`): in sandbox/NAME
+    kSaved,          // commits the sandbox gave before and no longer has: branch `why` keeps them
   };
   std::string name;
   Outcome outcome = Outcome::kNew;
   std::string from, to;  // commit ids: the host branch before (empty: none), the sandbox's
   int commits = 0;       // commits the host branch (or, for a new one, no host branch) lacked
-  std::string why;       // kKept: why, and the command that takes them
+  std::string why;       // kKept: why, and the command that takes them; kSaved: the branch
 };
 
 struct FetchReport {
@@ -51,7 +56,7 @@ struct FetchReport {
 // ss fetch: the copy's commits into the host folder's repository, as above. Throws ss::Error
 // (66) when the host folder is not a git repository, 255 when the fetch fails (the sandbox's
 // fault: git's words, made printable, and no branch of the host's moved).
-FetchReport FetchGitLayer(SshConnection& conn, const CopySource& source,
+FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopySource& source,
                           const std::string& sandbox);
 
 // What a fetch did, one line per branch ("main: fast-forwarded by 3 commits (1a2b3c4..5d6e7f8)");

@@ -21,6 +21,7 @@
 #include "git_layer.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "project.hpp"
 #include "rescue.hpp"
@@ -215,7 +216,7 @@ void ListSourceDir(const std::string& root, std::vector<std::string>& parts,
         if (n > 0) target.assign(buf, static_cast<size_t>(n));
       }
       out.manifest += Cat(rel, '\0', st.st_mode, ' ', is_dir ? 0 : st.st_size, ' ',
-                          st.st_mtim.tv_sec, '.', st.st_mtim.tv_nsec, '\0', target, '\n');
+                          platform::ModifiedNs(st), '\0', target, '\n');
       out.paths.push_back(std::move(rel));
       if (is_dir) ListSourceDir(root, parts, rules, out);
     }

@@ -154,7 +154,7 @@ hint: switch it: ss config set projects.sn-plain.mode copy"
   run --separate-stderr ss diff sn-copy --json
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-sync: error: --json is not an option of 'ss diff'
-hint: --json goes with ss sync
+hint: --json goes with ss sync and ss fetch
 hint: see 'ss diff --help'"
   for bad in "apply sn-copy --stat" "sync sn-copy --yes" "diff sn-copy --ours" "push a b --force" \
     "pull a b --dry-run" "apply sn-copy -n" "sync sn-copy --merge" "diff sn-copy --theirs"; do

@@ -738,6 +738,7 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   assert_equal "${stderr_lines[0]}" "ss-sync: error: cannot fetch the commits of the working copy of ho-app"
   [[ "$stderr" == *"hasDotgit"* ]] || { echo "$stderr"; false; }
   assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  in_copy 'git -c core.hooksPath=/dev/null update-ref refs/heads/agent HEAD~1'
   # An upload-pack of its own that answers garbage, escapes included: the same.
   in_sandbox 'sudo -n tee /usr/local/bin/git-upload-pack >/dev/null && sudo -n chmod 755 /usr/local/bin/git-upload-pack' <<'SH'
 #!/bin/sh
@@ -749,12 +750,38 @@ SH
   assert_failure 255
   [[ "$stderr" != *$'\e'* ]] || { echo "an escape reached the terminal"; false; }
   assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  # One that says nothing: the fetch ends, nothing moved, at the deadline (60 s; 3 here).
+  in_sandbox 'printf "#!/bin/sh\nexec sleep 600\n" | sudo -n tee /usr/local/bin/git-upload-pack >/dev/null'
+  SS_FETCH_SILENT_SECONDS=3 run --separate-stderr timeout 60 ss fetch ho-app
+  assert_failure 255
+  [[ "$stderr" == *"the sandbox's git-upload-pack sent nothing for 3 s"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
   in_sandbox 'sudo -n rm -f /usr/local/bin/git-upload-pack'
+  # More branches than a fetch takes: nothing moved.
+  in_copy 'for i in $(seq 1001); do echo "create refs/heads/many/$i HEAD"; done | git -c core.hooksPath=/dev/null update-ref --stdin'
+  run --separate-stderr ss fetch ho-app
+  assert_failure 255
+  [[ "$stderr" == *"the sandbox's repository has more than 1000 branches"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  in_copy 'git for-each-ref --format="delete %(refname)" refs/heads/many | git -c core.hooksPath=/dev/null update-ref --stdin'
+  # Commits that change files the host runs or obeys on its own never move a host branch, even
+  # one not checked out: as ss apply without --allow-exec.
+  hgit branch -f ffx sandbox/main
+  in_copy "git -c core.hooksPath=/dev/null checkout -q -f -B ffx main && echo 'touch $t/pwned' > .envrc &&
+    git add .envrc && git -c core.hooksPath=/dev/null -c user.name=a -c user.email=a@s commit -q -m envrc"
+  run --separate-stderr ss fetch ho-app
+  assert_success
+  assert_line "ffx: 1 commit left in sandbox/ffx: its commits change files the host runs or obeys on its own: .envrc (direnv); read them (git diff $(hgit rev-parse --short=7 ffx) sandbox/ffx), then: git merge sandbox/ffx"
+  assert_equal "$(hgit rev-parse ffx)" "$(hgit rev-parse sandbox/main)"
+  assert_not_exists "$P/.envrc"
+  hgit branch -q -D ffx
+  in_copy 'git -c core.hooksPath=/dev/null checkout -q -f agent && git -c core.hooksPath=/dev/null branch -q -D ffx'
   in_copy 'git config --remove-section filter.evil && git config --unset core.fsmonitor &&
     git -c core.hooksPath=/dev/null checkout -q -f main && git -c core.hooksPath=/dev/null branch -q -D agent'
+  # What it gave and no longer has is the user's still: kept in a branch.
   run ss fetch ho-app
   assert_success
-  refute_output --partial "agent"
+  assert_line --regexp "^agent: the sandbox no longer has 1 commit it gave before: kept in sandbox-kept/agent-[0-9a-f]{7}$"
   [ -z "$(hgit for-each-ref refs/remotes/sandbox/agent)" ]
   assert_not_exists "$t/pwned"
 }

@@ -311,7 +311,7 @@ hint: or save them on the host and delete: ss delete sn-del --force"
   run ss config get projects.sn-del.mode
   assert_output "mount"
   ! grep -q sn-del "$SS_HOME/config.yaml"
-  run in_sandbox 'ls -d ~/.ss/copies/sn-del ~/.ss/bases/sn-del ~/.ss/sync/sn-del.* 2>/dev/null; mount | grep -c sn-del'
+  run in_sandbox 'ls -d ~/copy-projects/sn-del ~/project-src/sn-del ~/.ss/bases/sn-del ~/.ss/sync/sn-del.* ~/.ss/sources/sn-del.* 2>/dev/null; mount | grep -c sn-del'
   assert_output "0"
   # A new project of the same name starts from its own files.
   ss new sn-del --copy >/dev/null
@@ -341,6 +341,20 @@ main"
   run ss fetch sn-git
   assert_success
   assert_output "Nothing to fetch: the host has every commit of the working copy of sn-git."
+  # A commit that would replace a file of the user's that git does not track (ignored, here) is
+  # left in sandbox/main; once the sandbox drops it, it is kept in a branch of its own.
+  as_owner sh -c "echo host-secret > '$G/.env'"
+  ss exec sn-git -- sh -c "echo sandbox > .env && git add -f .env && $(commit -m env)"
+  run ss fetch sn-git
+  assert_success
+  assert_output "main: 1 commit left in sandbox/main: its commits bring files you have there and git does not track: .env; move them aside, then: git merge --ff-only sandbox/main"
+  assert_equal "$(cat "$G/.env")" "host-secret"
+  assert_equal "$(hgit log -1 --format=%s main)" "two"
+  ss exec sn-git -- git reset -q --hard HEAD~1
+  run ss fetch sn-git
+  assert_success
+  assert_line --regexp "^main: the sandbox no longer has 1 commit it gave before: kept in sandbox-kept/main-[0-9a-f]{7}$"
+  assert_equal "$(hgit log -1 --format=%s "$(hgit for-each-ref --format='%(refname)' refs/heads/sandbox-kept/)")" "env"
   # The host moves on; the sandbox's next commits wait in sandbox/main. A new branch is new.
   as_owner sh -c "cd '$G' && echo host > host.txt && git add host.txt && git -c user.name=u -c user.email=u@h commit -q -m host"
   ss exec sn-git -- sh -c "$(commit --allow-empty -m three) && git checkout -q -b feature && $(commit --allow-empty -m four)"
