@@ -7,8 +7,9 @@
 #   WORKSPACE                         a folder's: a link to the copy, where the agent works
 # A layout of an older ss (the copy in ~/.ss/copies bound over the shared folder, the source a
 # bind of it) is taken down first and its copy moved to its new place. Prints "created" when the
-# copy was made now (empty: ss then fills it with sync-tree and touches
-# /home/sandbox/.ss/sync/NAME.stamp, as after every sync). Safe to run any number of times.
+# copy was made now (ss then fills it with sync-tree and touches /home/sandbox/.ss/sync/NAME.stamp,
+# as after every sync), "sent STAMP" with what ss last sent (receive-source.sh), and "no-git"
+# when the copy has no repository of its own yet. Safe to run any number of times.
 set -eu
 name=${1:-}
 workspace=${2:-}
@@ -47,3 +48,5 @@ if [ -n "$workspace" ] && [ "$(readlink "$workspace" 2>/dev/null)" != "$copy" ];
   ln -sfn "$copy" "$workspace"
 fi
 if [ -n "$fresh" ]; then echo created; fi
+if [ -r "$home/.ss/sources/$name.stamp" ]; then echo "sent $(cat "$home/.ss/sources/$name.stamp")"; fi
+if [ ! -e "$copy/.git" ]; then echo no-git; fi

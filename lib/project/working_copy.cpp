@@ -158,16 +158,24 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
                 {}, {"working-copy mode needs sudo for the sandbox user"});
   }
   if (project.empty()) return false;
-  if (Trim(r.out) != "created") {
+  // What the layout script saw: "created", "sent STAMP" (what ss last sent), "no-git".
+  bool created = false, has_git = true;
+  std::optional<std::string> sent;
+  for (const auto& line : SplitLines(r.out)) {
+    if (line == "created") created = true;
+    if (line == "no-git") has_git = false;
+    if (line.rfind("sent ", 0) == 0) sent = line.substr(5);
+  }
+  if (!created) {
     // A copy of a deleted project of the same name goes first; this one starts afresh.
     if (!RemoveStaleCopy(conn, config, sandbox, project)) {
-      SendSource(conn, config, source);
-      SeedGitLayer(conn, config, source);
+      SendSource(conn, config, source, sent);
+      if (!has_git) SeedGitLayer(conn, config, source);
       return false;
     }
     return PrepareWorkingCopy(conn, config, source, sandbox);
   }
-  SendSource(conn, config, source);
+  SendSource(conn, config, source, sent);
   // Filled as the sandbox user, as every later sync is; the stamp says when.
   ExecResult filled = conn.Exec(
       ScriptArgv("sh", "sync-tree",
@@ -226,14 +234,18 @@ void ListSourceDir(const std::string& root, std::vector<std::string>& parts,
 
 }  // namespace
 
-void SendSource(SshConnection& conn, const Config& config, const CopySource& source) {
+void SendSource(SshConnection& conn, const Config& config, const CopySource& source,
+                std::optional<std::string> sent) {
   std::vector<std::string> excludes = SyncExcludes(config);
   SourceListing listing;
   std::vector<std::string> parts;
   ListSourceDir(source.host_dir, parts, ExcludeRules(excludes), listing);
   std::string stamp = Sha256Hex(Cat(RenderSyncExclude(excludes), '\0', listing.manifest));
-  ExecResult was = conn.Exec({"cat", SourceStamp(source.name)});
-  if (was.status == 0 && Trim(was.out) == stamp) return;
+  if (!sent) {
+    ExecResult was = conn.Exec({"cat", SourceStamp(source.name)});
+    if (was.status == 0) sent = std::string(Trim(was.out));
+  }
+  if (sent == stamp) return;
   TempDir tmp(SpoolDir(), "ss-source.");
   std::string list = Cat(tmp.path(), "/paths"), archive = Cat(tmp.path(), "/source.tar");
   std::string text;

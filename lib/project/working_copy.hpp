@@ -29,6 +29,7 @@
 // so the host command, bash and fish can never disagree about what is excluded.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,9 +82,10 @@ bool PrepareWorkingCopy(SshConnection& conn, const Config& config, const CopySou
                         const std::string& sandbox);
 
 // Sends the host's folder to ~/project-src/NAME as it stands now, unless what was last sent is
-// the same (one round trip then): a tar made on the host of what ExcludeRules lets through,
-// replacing the source whole (rsync --delete in the sandbox). Throws ss::Error(74) when the
-// folder cannot be read, 255 when the sandbox cannot take it.
-void SendSource(SshConnection& conn, const Config& config, const CopySource& source);
+// the same: a tar made on the host of what ExcludeRules lets through, replacing the source
+// whole. `sent` is the stamp of what was last sent, when known (else it is asked for). Throws
+// ss::Error(74) when the folder cannot be read, 255 when the sandbox cannot take it.
+void SendSource(SshConnection& conn, const Config& config, const CopySource& source,
+                std::optional<std::string> sent = std::nullopt);
 
 }  // namespace ss
