@@ -215,7 +215,9 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
   ProcessResult fetched = Run(GitArgv(
       dir, {"-c", "protocol.ext.allow=always", "-c", "fetch.fsckObjects=true", "-c",
             "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-            "--prune", url, Cat("+refs/heads/*:", kSandboxRefs, "*")}));
+            "--prune", url, Cat("+refs/heads/*:", kSandboxRefs, "*"),
+            // (a branch called HEAD would make "sandbox" itself name the sandbox's choice)
+            "^refs/heads/HEAD"}));
   GiveBack(dir, dir + "/.git");
   if (!fetched.ok()) {
     std::vector<std::string> details;

@@ -69,7 +69,11 @@ std::string PlaceProject(const Config& config, const std::string& project) {
     throw Error(kExitCantCreate,
                 Cat("cannot move project '", project, "' to ", DisplayPath(want), ": ",
                     taken ? "something is there already" : std::strerror(errno)),
-                {}, {Cat("look at both, then move it there yourself, from ", DisplayPath(have))});
+                {},
+                {taken ? Cat("look at what is there (a sandbox may have made it; a link is not "
+                             "followed) and remove it; the project stays in ",
+                             DisplayPath(have))
+                       : Cat("the project stays in ", DisplayPath(have))});
   }
   Note(IsCopyMode(config, project)
            ? Cat("Moved project '", project,

@@ -775,6 +775,12 @@ SH
   assert_equal "$(hgit rev-parse ffx)" "$(hgit rev-parse sandbox/main)"
   assert_not_exists "$P/.envrc"
   hgit branch -q -D ffx
+  # A branch called HEAD never makes "sandbox" name the sandbox's choice.
+  in_copy 'git -c core.hooksPath=/dev/null update-ref refs/heads/HEAD HEAD'
+  run ss fetch ho-app
+  assert_success
+  [ -z "$(hgit for-each-ref refs/remotes/sandbox/HEAD)" ]
+  in_copy 'git -c core.hooksPath=/dev/null update-ref -d refs/heads/HEAD'
   in_copy 'git -c core.hooksPath=/dev/null checkout -q -f agent && git -c core.hooksPath=/dev/null branch -q -D ffx'
   in_copy 'git config --remove-section filter.evil && git config --unset core.fsmonitor &&
     git -c core.hooksPath=/dev/null checkout -q -f main && git -c core.hooksPath=/dev/null branch -q -D agent'
