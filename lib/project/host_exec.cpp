@@ -46,11 +46,13 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
 
 HostExecRules::HostExecRules(std::vector<std::string> extra) {
   // Each pattern is read once here, not at every path a walk meets.
+  // In any letter case: a case-insensitive file system (macOS's, by default) opens .ENVRC as
+  // .envrc.
   for (const auto& [pattern, what] : BuiltInHostExec()) {
-    rules_.push_back({ExcludeRules({pattern}), what});
+    rules_.push_back({ExcludeRules({ToLower(pattern)}), what});
   }
   for (const std::string& pattern : extra) {
-    rules_.push_back({ExcludeRules({pattern}), Cat("review.flag ", Quoted(pattern))});
+    rules_.push_back({ExcludeRules({ToLower(pattern)}), Cat("review.flag ", Quoted(pattern))});
   }
 }
 
@@ -59,7 +61,7 @@ HostExecRules HostExecRules::From(const Config& config) {
 }
 
 std::optional<std::string> HostExecRules::Why(std::string_view path) const {
-  std::vector<std::string> parts = Split(path, '/');
+  std::vector<std::string> parts = Split(ToLower(path), '/');
   if (parts.empty()) return std::nullopt;
   for (const std::string& p : parts) {
     if (IsGitName(p)) return std::string("git");

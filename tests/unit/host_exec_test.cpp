@@ -46,6 +46,12 @@ TEST(HostExec, TheBuiltInListAtAnyDepth) {
   }
   EXPECT_EQ(rules.Why(".claude/settings.json"), "Claude Code (hooks, commands)");
   EXPECT_EQ(rules.Why("x/.git/config"), "git");
+  // In any letter case: a case-insensitive file system opens these as the names tools obey.
+  for (const char* path :
+       {".ENVRC", "a/.VSCode/Tasks.json", ".Claude/Settings.JSON", ".HUSKY/x", ".GitModules"}) {
+    EXPECT_TRUE(rules.Why(path)) << path;
+  }
+  EXPECT_TRUE(HostExecRules({"Makefile"}).Why("MAKEFILE"));
 }
 
 TEST(HostExec, OrdinaryFilesAreNot) {
