@@ -39,6 +39,7 @@ namespace ss {
 namespace {
 
 constexpr const char* kSandboxRefs = "refs/remotes/sandbox/";
+constexpr const char* kKeptRefs = "refs/sandbox-kept/";
 
 // The host's git in `dir`. Under sudo, ss (root) leaves projects to the user who ran it (see
 // ProjectsOwner): git must still accept this one repository, and what it writes is given back
@@ -98,6 +99,19 @@ bool IsCopyPath(const std::string& path) {
          name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
 }
 
+// Whether checking out `path` (new to git) would replace something of the user's: the path
+// itself, or a file or link where it needs a folder.
+bool InTheWay(const std::string& dir, const std::string& path) {
+  std::string at = dir;
+  for (const std::string& part : Split(path, '/')) {
+    at += "/" + part;
+    struct stat st;
+    if (::lstat(at.c_str(), &st) != 0) return false;
+    if (!S_ISDIR(st.st_mode)) return true;
+  }
+  return true;
+}
+
 // Why `from`..`to` may not move a host branch, or nullopt. Never when its commits change files
 // the host runs or obeys on its own (as ss apply without --allow-exec); for the checked-out
 // branch also never over files the user has there that git does not track (ignored ones
@@ -110,6 +124,7 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
       GitChecked(dir, {"diff-tree", "-r", "-z", "--no-renames", from, to}, "cannot compare");
   std::vector<std::string> fields = Split(raw, '\0');
   std::vector<std::string> exec, untracked, blobs;
+  std::vector<std::pair<std::string, std::string>> links;  // object, path
   for (size_t i = 0; i + 1 < fields.size(); i += 2) {
     // ":OLDMODE NEWMODE OLDSHA NEWSHA STATUS", then the path.
     std::vector<std::string> meta = Split(fields[i], ' ');
@@ -118,10 +133,10 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
     char status = meta[4][0];
     if (status == 'D') continue;
     if (auto what = rules.Why(path)) exec.push_back(Cat(Printable(path), " (", *what, ")"));
-    struct stat st;
-    if (checked_out && meta[0] == ":000000" && ::lstat(Cat(dir, "/", path).c_str(), &st) == 0) {
+    if (checked_out && meta[0] == ":000000" && InTheWay(dir, path)) {
       untracked.push_back(Printable(path));
     }
+    if (meta[1] == "120000") links.push_back({meta[3], path});
     if (meta[1].rfind("100", 0) == 0 || meta[1] == "120000") blobs.push_back(meta[3]);
   }
   auto some = [](const std::vector<std::string>& v) {
@@ -130,6 +145,21 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
   };
   if (!exec.empty()) {
     return Cat("its commits change files the host runs or obeys on its own: ", some(exec),
+               "; read them (git diff ", from.substr(0, 7), " ", take, "), then: git merge ", take);
+  }
+  // A link whose target is absolute, climbs with "..", or names a .git: what ss apply would
+  // not write (it resolves links against the tree; a checkout does not).
+  std::vector<std::string> out;
+  for (const auto& [object, path] : links) {
+    std::string target = Git(dir, {"cat-file", "blob", object}).value_or("/");
+    std::vector<std::string> parts = Split(target, '/');
+    bool leaves = target.empty() || target[0] == '/' ||
+                  std::any_of(parts.begin(), parts.end(),
+                              [](const std::string& p) { return p == ".." || IsGitName(p); });
+    if (leaves) out.push_back(Cat(Printable(path), " -> ", Printable(target)));
+  }
+  if (!out.empty()) {
+    return Cat("its commits bring links that lead out of the project or into .git: ", some(out),
                "; read them (git diff ", from.substr(0, 7), " ", take, "), then: git merge ", take);
   }
   if (!checked_out) return std::nullopt;
@@ -230,7 +260,8 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
     auto tab = line.find('\t');
     if (tab == std::string::npos) continue;
     std::string oid = line.substr(tab + 1);
-    if (Git(dir, {"rev-list", "-n1", oid, "--not", "--branches", Cat("--glob=", kSandboxRefs, "*")})
+    if (Git(dir, {"rev-list", "-n1", oid, "--not", "--branches", Cat("--glob=", kSandboxRefs, "*"),
+                  Cat("--glob=", kKeptRefs, "*")})
             .value_or("")
             .empty()) {
       continue;
@@ -240,13 +271,24 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
     b.outcome = FetchedBranch::Outcome::kSaved;
     b.to = oid;
     b.commits = CountCommits(dir, {oid, "--not", "--branches", Cat("--glob=", kSandboxRefs, "*")});
-    std::string keep = Cat("sandbox-kept/", b.name, "-", oid.substr(0, 7));
+    // Named by the commit: never two the same, never a branch (a new copy's seed takes none).
+    std::string keep = Cat(kKeptRefs, oid);
     b.why = keep;
-    if (Git(dir, {"update-ref", Cat("refs/heads/", keep), oid, ""})) report.branches.push_back(b);
+    if (!Git(dir, {"update-ref", keep, oid})) {
+      b.why = Cat("could not keep them in ", keep, "; they are in git's reflog for a while");
+    }
+    report.branches.push_back(b);
   }
   HostExecRules rules = HostExecRules::From(config);
   int64_t max_size = config.Int("sync.max_size");
   std::string current = Git(dir, {"symbolic-ref", "-q", "HEAD"}).value_or("");
+  // Branches checked out in the host's other worktrees (git worktree add): moved only by git
+  // there, with that checkout.
+  std::vector<std::string> elsewhere;
+  for (const auto& line : SplitLines(Git(dir, {"worktree", "list", "--porcelain"}).value_or(""))) {
+    if (line.rfind("branch ", 0) == 0 && line.substr(7) != current)
+      elsewhere.push_back(line.substr(7));
+  }
   std::string refs =
       Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", kSandboxRefs}).value_or("");
   for (const auto& line : SplitLines(refs)) {
@@ -271,6 +313,12 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
     if (!IsAncestor(dir, b.from, b.to)) {
       b.outcome = FetchedBranch::Outcome::kKept;
       b.why = Cat("the host's ", b.name, " has commits of its own; merge them: git merge ", shown);
+    } else if (std::find(elsewhere.begin(), elsewhere.end(), branch) != elsewhere.end()) {
+      b.outcome = FetchedBranch::Outcome::kKept;
+      b.why = Cat(b.name,
+                  " is checked out in another worktree of the host's; there: git merge "
+                  "--ff-only ",
+                  shown);
     } else if ((why = WhyNotMove(dir, b.from, b.to, current == branch, rules, max_size, shown))) {
       b.outcome = FetchedBranch::Outcome::kKept;
       b.why = *why;
@@ -318,8 +366,8 @@ std::vector<std::string> FetchLines(const FetchReport& report) {
             Cat(name, ": ", commits, " left in sandbox/", name, ": ", Printable(b.why)));
         break;
       case FetchedBranch::Outcome::kSaved:
-        lines.push_back(Cat(name, ": the sandbox no longer has ", commits,
-                            " it gave before: kept in ", Printable(b.why)));
+        lines.push_back(Cat(name, ": the sandbox no longer has ", commits, " it gave before: ",
+                            b.why.rfind("refs/", 0) == 0 ? Cat("kept in ", b.why) : b.why));
         break;
     }
   }
@@ -347,14 +395,24 @@ std::string Relay(int in) {
   size_t at = 0;
   int branches = 0;
   char buf[65536];
+  // A trickle is no better than silence: the whole fetch has ten times as long.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10 * SilentSeconds());
   while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return Cat("the sandbox's git-upload-pack took longer than ", 10 * SilentSeconds(), " s");
+    }
     struct pollfd p {
       in, POLLIN, 0
     };
-    int ready = ::poll(&p, 1, SilentSeconds() * 1000);
+    int wait = static_cast<int>(std::min<int64_t>(left.count(), SilentSeconds() * 1000));
+    int ready = ::poll(&p, 1, wait);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0)
+    if (ready == 0 && wait < SilentSeconds() * 1000) continue;  // the deadline, said above
+    if (ready == 0) {
       return Cat("the sandbox's git-upload-pack sent nothing for ", SilentSeconds(), " s");
+    }
     ssize_t n = ::read(in, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return "";

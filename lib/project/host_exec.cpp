@@ -27,6 +27,14 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       {".lefthook.yml", "lefthook (git hooks)"},
       {"lefthook-local.yml", "lefthook (git hooks)"},
       {".envrc", "direnv"},
+      {".env", "dotenv loaders (variables such as NODE_OPTIONS name programs)"},
+      {"mise.toml", "mise (tasks, hooks)"},
+      {".mise.toml", "mise (tasks, hooks)"},
+      {".lfsconfig", "git-lfs"},
+      {".npmrc", "npm (script-shell, node-options)"},
+      {".yarnrc.yml", "Yarn (yarnPath runs a program)"},
+      {".cargo/config.toml", "Cargo (build wrappers)"},
+      {".cargo/config", "Cargo (build wrappers)"},
       // Coding agents: hooks, commands, MCP servers they start.
       {".claude/***", "Claude Code (hooks, commands)"},
       {".mcp.json", "MCP clients (servers they start)"},
@@ -40,6 +48,9 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       {".devcontainer/***", "dev containers (initializeCommand runs on the host)"},
       {".idea/***", "JetBrains IDEs (run configurations, file watchers)"},
       {".zed/***", "Zed (tasks)"},
+      {".nvim.lua", "Neovim (exrc)"},
+      {".exrc", "Vim and Neovim (exrc)"},
+      {".vimrc", "Vim (exrc)"},
   };
   return list;
 }

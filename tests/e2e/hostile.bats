@@ -775,6 +775,17 @@ SH
   assert_equal "$(hgit rev-parse ffx)" "$(hgit rev-parse sandbox/main)"
   assert_not_exists "$P/.envrc"
   hgit branch -q -D ffx
+  # Nor over links that lead out of the project or into .git.
+  hgit branch -f ffl sandbox/main
+  in_copy "git -c core.hooksPath=/dev/null checkout -q -f -B ffl main && ln -s /etc/passwd out && ln -s .git/config cfg &&
+    ln -s sub/../../x up && ln -s docs/README.md fine && git add out cfg up fine &&
+    git -c core.hooksPath=/dev/null -c user.name=a -c user.email=a@s commit -q -m links"
+  run --separate-stderr ss fetch ho-app
+  assert_success
+  assert_line "ffl: 1 commit left in sandbox/ffl: its commits bring links that lead out of the project or into .git: cfg -> .git/config, out -> /etc/passwd, up -> sub/../../x; read them (git diff $(hgit rev-parse --short=7 ffl) sandbox/ffl), then: git merge sandbox/ffl"
+  assert_equal "$(hgit rev-parse ffl)" "$(hgit rev-parse sandbox/main)"
+  hgit branch -q -D ffl
+  in_copy 'git -c core.hooksPath=/dev/null checkout -q -f agent && git -c core.hooksPath=/dev/null branch -q -D ffl'
   # A branch called HEAD never makes "sandbox" name the sandbox's choice.
   in_copy 'git -c core.hooksPath=/dev/null update-ref refs/heads/HEAD HEAD'
   run ss fetch ho-app
@@ -787,7 +798,7 @@ SH
   # What it gave and no longer has is the user's still: kept in a branch.
   run ss fetch ho-app
   assert_success
-  assert_line --regexp "^agent: the sandbox no longer has 1 commit it gave before: kept in sandbox-kept/agent-[0-9a-f]{7}$"
+  assert_line --regexp "^agent: the sandbox no longer has 1 commit it gave before: kept in refs/sandbox-kept/[0-9a-f]{40}$"
   [ -z "$(hgit for-each-ref refs/remotes/sandbox/agent)" ]
   assert_not_exists "$t/pwned"
 }

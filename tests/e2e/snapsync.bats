@@ -341,20 +341,30 @@ main"
   run ss fetch sn-git
   assert_success
   assert_output "Nothing to fetch: the host has every commit of the working copy of sn-git."
-  # A commit that would replace a file of the user's that git does not track (ignored, here) is
-  # left in sandbox/main; once the sandbox drops it, it is kept in a branch of its own.
-  as_owner sh -c "echo host-secret > '$G/.env'"
-  ss exec sn-git -- sh -c "echo sandbox > .env && git add -f .env && $(commit -m env)"
+  # A commit that would replace a file of the user's that git does not track (ignored, here),
+  # or put a folder where one is, is left in sandbox/main; once the sandbox drops it, it is kept.
+  as_owner sh -c "echo host-log > '$G/debug.log' && echo notes > '$G/notes.log'"
+  ss exec sn-git -- sh -c "echo sandbox > debug.log && rm -f notes.log && mkdir notes.log && echo n > notes.log/f && git add -f debug.log notes.log/f && $(commit -m logs)"
   run ss fetch sn-git
   assert_success
-  assert_output "main: 1 commit left in sandbox/main: its commits bring files you have there and git does not track: .env; move them aside, then: git merge --ff-only sandbox/main"
-  assert_equal "$(cat "$G/.env")" "host-secret"
+  assert_output "main: 1 commit left in sandbox/main: its commits bring files you have there and git does not track: debug.log, notes.log/f; move them aside, then: git merge --ff-only sandbox/main"
+  assert_equal "$(cat "$G/debug.log" "$G/notes.log")" "host-log
+notes"
   assert_equal "$(hgit log -1 --format=%s main)" "two"
   ss exec sn-git -- git reset -q --hard HEAD~1
   run ss fetch sn-git
   assert_success
-  assert_line --regexp "^main: the sandbox no longer has 1 commit it gave before: kept in sandbox-kept/main-[0-9a-f]{7}$"
-  assert_equal "$(hgit log -1 --format=%s "$(hgit for-each-ref --format='%(refname)' refs/heads/sandbox-kept/)")" "env"
+  assert_line --regexp "^main: the sandbox no longer has 1 commit it gave before: kept in refs/sandbox-kept/[0-9a-f]{40}$"
+  assert_equal "$(hgit log -1 --format=%s "$(hgit for-each-ref --format='%(refname)' refs/sandbox-kept/)")" "logs"
+  # A branch checked out in another worktree of the host's moves only there, by git.
+  hgit worktree add -q "$BATS_TEST_TMPDIR/wt" -b wt main
+  ss exec sn-git -- sh -c "git branch -f wt main && git checkout -q wt && $(commit --allow-empty -m wt) && git checkout -q main"
+  run ss fetch sn-git
+  assert_line "wt: 1 commit left in sandbox/wt: wt is checked out in another worktree of the host's; there: git merge --ff-only sandbox/wt"
+  assert_equal "$(hgit rev-parse wt)" "$(hgit rev-parse main)"
+  hgit worktree remove --force "$BATS_TEST_TMPDIR/wt"
+  hgit branch -q -D wt
+  ss exec sn-git -- git branch -q -D wt
   # The host moves on; the sandbox's next commits wait in sandbox/main. A new branch is new.
   as_owner sh -c "cd '$G' && echo host > host.txt && git add host.txt && git -c user.name=u -c user.email=u@h commit -q -m host"
   ss exec sn-git -- sh -c "$(commit --allow-empty -m three) && git checkout -q -b feature && $(commit --allow-empty -m four)"

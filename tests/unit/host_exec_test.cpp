@@ -41,7 +41,15 @@ TEST(HostExec, TheBuiltInListAtAnyDepth) {
                            ".gemini/settings.json",
                            ".codex/config.toml",
                            "opencode.json",
-                           ".zed/tasks.json"}) {
+                           ".zed/tasks.json",
+                           ".env",
+                           "mise.toml",
+                           ".lfsconfig",
+                           ".npmrc",
+                           ".yarnrc.yml",
+                           ".cargo/config.toml",
+                           ".nvim.lua",
+                           ".exrc"}) {
     EXPECT_TRUE(rules.Why(path)) << path;
   }
   EXPECT_EQ(rules.Why(".claude/settings.json"), "Claude Code (hooks, commands)");
