@@ -17,7 +17,8 @@
 //   branch moved, the commits change files the host runs or obeys on its own (the list of
 //   host_exec.hpp, as ss apply without --allow-exec), or, for the checked-out branch, they would
 //   replace files git does not track there, or write more than sync.max_size. Commits the
-//   sandbox gave before and no longer has are kept in branch sandbox-kept/BRANCH-COMMIT.
+//   sandbox gave before and no longer has are kept in refs/sandbox-kept/COMMIT (no branch: a new
+//   copy's seed never takes them).
 #pragma once
 
 #include <string>
@@ -39,7 +40,7 @@ struct FetchedBranch {
     kFastForwarded,  // the host branch now points at the sandbox's commit
     kNew,            // the host has no such branch: in sandbox/NAME only
     kKept,           // the host branch moved, or may not be moved (`why`): in sandbox/NAME
-    kSaved,          // commits the sandbox gave before and no longer has: branch `why` keeps them
+    kSaved,          // commits the sandbox gave before and no longer has: ref `why` keeps them
   };
   std::string name;
   Outcome outcome = Outcome::kNew;
