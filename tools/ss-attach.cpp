@@ -131,7 +131,17 @@ class Session {
                  "' stopped during the session; starting it to look for changes not yet "
                  "applied..."));
         Progress progress(Cat("sandbox ", name_));
-        conn = sandbox().EnsureRunning(progress, sandbox().DefaultStartTimeout());
+        // A machine that has just gone down may refuse to start for a moment (QEMU's supervisor
+        // still winding down on a busy host): asked again a little later, a few times.
+        for (int attempt = 1;; ++attempt) {
+          try {
+            conn = sandbox().EnsureRunning(progress, sandbox().DefaultStartTimeout());
+            break;
+          } catch (const Error&) {
+            if (attempt == 3) throw;
+            std::this_thread::sleep_for(std::chrono::seconds(5));
+          }
+        }
       }
       std::vector<std::string> names;
       for (const auto& w : FindUnapplied(*conn, config_, name_)) names.push_back(w.project);
@@ -140,7 +150,12 @@ class Session {
                  "); bring them to the host with ss apply, then remove it: ss vm delete --sandbox ",
                  name_, " --force");
     } catch (const Error& e) {
-      return Cat("could not look for changes not yet applied in its working copies (", e.what(),
+      // The first detail says why ("Reason: ..."), when there is one.
+      std::string why = e.what();
+      if (!e.details().empty() && e.details()[0].rfind("Reason: ", 0) == 0) {
+        why += Cat(": ", e.details()[0].substr(8));
+      }
+      return Cat("could not look for changes not yet applied in its working copies (", why,
                  "); remove it yourself: ss vm delete --sandbox ", name_, " --force");
     }
   }

@@ -178,10 +178,10 @@ SandboxState QemuBackend::State(const std::string& name) {
     return SandboxState::kBroken;  // paused, suspended, internal-error, io-error, guest-panicked
   } catch (const Error&) {
     // The supervisor holds the lock but QEMU does not answer. When QEMU has ended (the guest
-    // powered itself off, or it crashed), the supervisor stops virtiofsd (7 s at most) before it
-    // lets go: the machine is stopping, not broken.
+    // powered itself off, or it crashed), the supervisor stops virtiofsd (7 s at most, longer on
+    // a busy host) before it lets go: the machine is stopping, not broken.
     bool qemu_ended = run->contains("qemu") && !ProcessFromJson((*run)["qemu"]).Alive();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(qemu_ended ? 10 : 0);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(qemu_ended ? 30 : 0);
     while (true) {
       MachineLock lock(paths.lock);
       if (lock.held()) {

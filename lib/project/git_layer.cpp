@@ -23,6 +23,7 @@
 #include "fs.hpp"
 #include "host_exec.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "project.hpp"
 #include "provision.hpp"
@@ -458,8 +459,8 @@ int RunGitTransport(const std::vector<std::string>& args) {
   std::unique_ptr<SshConnection> conn = sandbox.TryConnect();
   if (!conn) throw Error(kExitUnavailable, Cat("sandbox '", name, "' is not running"));
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw Error(kExitSoftware, Cat("cannot make a pipe: ", std::strerror(errno)));
+  if (int err = platform::Pipe(fds); err != 0) {
+    throw Error(kExitSoftware, Cat("cannot make a pipe: ", std::strerror(err)));
   }
   Fd out(fds[0]), into(fds[1]);
   std::string stopped;
