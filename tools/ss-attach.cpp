@@ -393,6 +393,19 @@ int OpenSession(const AttachLine& o, Session& s, const std::string& title,
   return s.Interactive(agent, dir());
 }
 
+// Runs `session`, then `after` on its way out, however it ends.
+int ThenAlways(const std::function<int()>& session, const std::function<void()>& after) {
+  int status = 0;
+  try {
+    status = session();
+  } catch (...) {
+    after();
+    throw;
+  }
+  after();
+  return status;
+}
+
 // A session in a shared folder (`host_dir`, the host's own): on its way out, for whatever reason,
 // it names the files it changed there that the host runs or obeys on its own.
 int NamingHostExecChanges(const std::string& host_dir, const Config& config,
@@ -418,15 +431,7 @@ int NamingHostExecChanges(const std::string& host_dir, const Config& config,
     for (const auto& c : changed) Note(Cat("  ", Printable(c.path), " (", c.what, ")"));
     Note("hint: read them before git, an editor or an agent opens the folder on the host");
   };
-  int status = 0;
-  try {
-    status = session();
-  } catch (...) {
-    name_them();
-    throw;
-  }
-  name_them();
-  return status;
+  return ThenAlways(session, name_them);
 }
 
 // A session in a working copy: on its way out, for whatever reason, the commits made in the
@@ -445,15 +450,7 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
                "; try again: ss fetch ", source.word));
     }
   };
-  int status = 0;
-  try {
-    status = session();
-  } catch (...) {
-    fetch();
-    throw;
-  }
-  fetch();
-  return status;
+  return ThenAlways(session, fetch);
 }
 
 int OpenProject(const AttachLine& o) {

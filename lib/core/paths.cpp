@@ -112,21 +112,18 @@ void MakeOwnedDir(const std::string& path, mode_t mode) {
   }
 }
 
-std::string EnsureProjectsDir() {
-  std::string dir = ProjectsDir();
+namespace {
+// `dir` in SS_HOME, made (with SS_HOME) when missing.
+std::string EnsureHomeDir(std::string dir, mode_t mode) {
   if (IsDirectory(dir)) return dir;
   MakeOwnedDir(Dirname(dir), 0700);  // SS_HOME
-  MakeOwnedDir(dir, 0755);
+  MakeOwnedDir(dir, mode);
   return dir;
 }
+}  // namespace
 
-std::string EnsureCopyProjectsDir() {
-  std::string dir = CopyProjectsDir();
-  if (IsDirectory(dir)) return dir;
-  MakeOwnedDir(Dirname(dir), 0700);  // SS_HOME
-  MakeOwnedDir(dir, 0700);
-  return dir;
-}
+std::string EnsureProjectsDir() { return EnsureHomeDir(ProjectsDir(), 0755); }
+std::string EnsureCopyProjectsDir() { return EnsureHomeDir(CopyProjectsDir(), 0700); }
 
 Owner ProjectsIds() {
   struct stat st;

@@ -52,15 +52,11 @@ bool IsCopyMode(const Config& config, const std::string& project) {
 
 std::string PlaceProject(const Config& config, const std::string& project) {
   ProjectStore store;
-  std::string want =
-      Cat(IsCopyMode(config, project) ? CopyProjectsDir() : ProjectsDir(), "/", project);
+  bool copy = IsCopyMode(config, project);
+  std::string want = Cat(copy ? CopyProjectsDir() : ProjectsDir(), "/", project);
   std::string have = store.ProjectPath(project);
   if (have == want || !store.Exists(project)) return want;
-  if (IsCopyMode(config, project)) {
-    EnsureCopyProjectsDir();
-  } else {
-    EnsureProjectsDir();
-  }
+  copy ? EnsureCopyProjectsDir() : EnsureProjectsDir();
   // Never over anything: a folder there (a sandbox may make one in the shared folder) is the
   // user's to look at.
   struct stat st;
@@ -75,11 +71,10 @@ std::string PlaceProject(const Config& config, const std::string& project) {
                              DisplayPath(have))
                        : Cat("the project stays in ", DisplayPath(have))});
   }
-  Note(IsCopyMode(config, project)
-           ? Cat("Moved project '", project,
-                 "' out of the folder sandboxes share (copy mode): ", DisplayPath(want))
-           : Cat("Moved project '", project,
-                 "' into the folder sandboxes share (shared mode): ", DisplayPath(want)));
+  Note(copy ? Cat("Moved project '", project,
+                  "' out of the folder sandboxes share (copy mode): ", DisplayPath(want))
+            : Cat("Moved project '", project,
+                  "' into the folder sandboxes share (shared mode): ", DisplayPath(want)));
   return want;
 }
 
