@@ -100,10 +100,17 @@ Target RequireCopy(const SyncLine& o, const Config& config, const std::string& v
   return t;
 }
 
+// Reading from a sandbox (diff, apply, fetch, pull) needs one that exists: making a sandbox
+// only to find no copy in it would take minutes and leave a machine behind.
+enum class IfMissing { kCreate, kRefuse };
+
 class Connection {
  public:
-  Connection(const SyncLine& o, const Config& config, const std::string& sandbox = "")
-      : o_(o), sandbox_(sandbox.empty() ? ResolveSandboxName(o.sandbox) : sandbox, config) {}
+  Connection(const SyncLine& o, const Config& config, const std::string& sandbox,
+             IfMissing if_missing)
+      : o_(o),
+        sandbox_(Checked(sandbox.empty() ? ResolveSandboxName(o.sandbox) : sandbox, if_missing),
+                 config) {}
   Sandbox& sandbox() { return sandbox_; }
   SshConnection& Get() {
     if (conn_) return *conn_;
@@ -116,6 +123,16 @@ class Connection {
   }
 
  private:
+  // Asked before a backend is chosen, as that may find none can run.
+  static std::string Checked(std::string name, IfMissing if_missing) {
+    if (if_missing == IfMissing::kRefuse && !SandboxExists(name)) {
+      throw Error(kExitNoInput, Cat("sandbox '", name, "' does not exist"),
+                  {"there is nothing in it to read yet"},
+                  {"a session makes it: ss PROJECT (or ss DIR --copy for a folder)"});
+    }
+    return name;
+  }
+
   const SyncLine& o_;
   Sandbox sandbox_;
   std::unique_ptr<SshConnection> conn_;
@@ -138,7 +155,7 @@ int ReportRefused(const std::vector<Refusal>& refused, std::string_view fate) {
 
 int Fetch(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "fetch");
-  Connection c(o, config, t.sandbox);
+  Connection c(o, config, t.sandbox, IfMissing::kRefuse);
   PrepareWorkingCopy(c.Get(), config, t.source, c.sandbox().name());
   FetchReport r = FetchGitLayer(c.Get(), config, t.source, c.sandbox().name());
   if (o.json) {
@@ -182,7 +199,7 @@ int Sync(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "sync");
   const std::string& project = t.source.name;
   const std::string& label = t.source.folder() ? t.source.host_dir : project;
-  Connection c(o, config, t.sandbox);
+  Connection c(o, config, t.sandbox, IfMissing::kCreate);
   SyncOptions so;
   so.force = o.force;
   so.dry_run = o.dry_run;
@@ -271,7 +288,7 @@ std::vector<std::pair<std::string, std::string>> HostExecChanges(const ApplyPlan
 
 int Diff(const SyncLine& o, const Config& config) {
   Target t = RequireCopy(o, config, "diff");
-  Connection c(o, config, t.sandbox);
+  Connection c(o, config, t.sandbox, IfMissing::kRefuse);
   ApplyPlan plan = Plan(c, config, t.source);
   std::string diff = PlanDiff(plan);
   // The marks come from the host, before the text the sandbox made.
@@ -298,7 +315,7 @@ int Apply(const SyncLine& o, const Config& config) {
   const std::string project = t.source.folder() ? t.source.host_dir : t.source.name;
   const std::string& word = t.source.word;
   Resolution resolution = ChosenResolution(o);
-  Connection c(o, config, t.sandbox);
+  Connection c(o, config, t.sandbox, IfMissing::kRefuse);
   const std::string& host_dir = t.source.host_dir;
   ApplyPlan plan = Plan(c, config, t.source);
   size_t takes = plan.Count(Action::kTake), conflicts = plan.Count(Action::kConflict);
@@ -395,7 +412,7 @@ int Transfer(const SyncLine& o, const Config& config) {
   for (const auto& w : o.args) {
     if (w.empty()) throw Error(kExitUsage, "empty path", {}, {"name a file or directory"});
   }
-  Connection c(o, config);
+  Connection c(o, config, "", push ? IfMissing::kCreate : IfMissing::kRefuse);
   std::string base = RemoteBase(o, config, c);
   TransferResult r = push ? Push(c.Get(), o.args[0], RemotePath(o.args[1], base))
                           : Pull(c.Get(), RemotePath(o.args[0], base), o.args[1],

@@ -90,7 +90,7 @@ std::string ProfileSandbox(const Config& config, const std::string& profile,
 std::vector<std::string> KnownSandboxes() {
   std::vector<std::string> out;
   for (auto& name : ListDir(SandboxesDir())) {
-    if (IsSandboxName(name) && PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"))) {
+    if (IsSandboxName(name) && SandboxExists(name)) {
       out.push_back(std::move(name));
     }
   }
@@ -145,7 +145,11 @@ Sandbox::Sandbox(std::string name, Config config, std::string backend_flag)
 
 std::string Sandbox::Dir() const { return Cat(SandboxesDir(), "/", name_); }
 
-bool Sandbox::exists() const { return PathExists(Dir() + "/sandbox.json"); }
+bool SandboxExists(const std::string& name) {
+  return PathExists(Cat(SandboxesDir(), "/", name, "/sandbox.json"));
+}
+
+bool Sandbox::exists() const { return SandboxExists(name_); }
 
 SandboxState Sandbox::State() {
   SandboxState state = backend_->State(name_);

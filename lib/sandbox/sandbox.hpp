@@ -34,6 +34,8 @@ std::string ProfileSandbox(const Config& config, const std::string& profile,
 
 // Where each sandbox keeps its state on the host: SandboxesDir()/NAME/.
 std::string SandboxesDir();
+// Whether this install made sandbox `name` (its record exists); asks no backend.
+bool SandboxExists(const std::string& name);
 
 // Names of the sandboxes this install has created.
 std::vector<std::string> KnownSandboxes();

@@ -90,12 +90,15 @@ Destination ResolveDestination(const std::string& dest, const DestinationFlags& 
       }
     }
     ValidateSandboxName(dest);
+    auto missing = [&] {
+      return Error(kExitNoInput, Cat("sandbox '", dest, "' does not exist"), {},
+                   {"list them: ss vm list"});
+    };
+    // Asked before a backend is chosen: no backend can reach a sandbox this install never made.
+    if (!SandboxExists(dest)) throw missing();
     Sandbox sandbox(dest, Config::Load());
     SandboxState state = sandbox.State();
-    if (state == SandboxState::kNotExists) {
-      throw Error(kExitNoInput, Cat("sandbox '", dest, "' does not exist"), {},
-                  {"list them: ss vm list"});
-    }
+    if (state == SandboxState::kNotExists) throw missing();
     if (state != SandboxState::kRunning) {
       throw Error(kExitUnavailable, Cat("sandbox '", dest, "' is not running"), {},
                   {Cat("start it first: ss vm start --sandbox ", dest)});

@@ -5,7 +5,6 @@ load helpers
 
 setup() {
   ss_setup
-  stub_backends_down
 }
 
 @test "a project that does not exist: the spec's block, exit 66" {

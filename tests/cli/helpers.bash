@@ -17,6 +17,8 @@ ss_setup() {
   export PATH="$SS_BUILD_DIR/bin:$PATH"
   STUBS="$BATS_TEST_TMPDIR/stubs"
   mkdir -p "$STUBS"
+  # No command-line test ever makes a real sandbox: a test that needs a backend stubs it again.
+  stub_backends_down
 }
 
 # stub NAME BODY: an executable script NAME in $STUBS.

@@ -7,7 +7,6 @@ load ../json_doc
 
 setup() {
   ss_setup
-  stub_backends_down
 }
 
 @test "every kind the code emits is documented in ss-json(7)" {

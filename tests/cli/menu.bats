@@ -8,7 +8,6 @@ load helpers
 
 setup() {
   ss_setup
-  stub_backends_down
   # What the terminal runs: the environment of this test, then CMD, then a marker with its status.
   cat >"$BATS_TEST_TMPDIR/run.sh" <<RUN
 export HOME='$HOME' SS_HOME='$SS_HOME' PATH='$PATH' SS_NO_UPDATE=1 TERM=xterm

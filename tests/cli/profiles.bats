@@ -7,7 +7,6 @@ load helpers
 
 setup() {
   ss_setup
-  stub_backends_down
   ss new proj >/dev/null
 }
 
@@ -192,8 +191,10 @@ hint: leave out --sandbox"
   assert_equal "$status" 64
   assert_equal "$stderr" "ss-sync: error: the working copy of $HOME/code/app is not in sandbox 'other'
 hint: it is in the folder's own sandbox: --sandbox $(jq -r --arg p "$HOME/code/app" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")"
+  # Found the folder; its sandbox was never made (nothing could run), and diff never makes one.
   run --separate-stderr ss diff
-  assert_equal "$status" 69
+  assert_equal "$status" 66
+  assert_equal "${stderr_lines[0]}" "ss-sync: error: sandbox '$(jq -r --arg p "$HOME/code/app" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")' does not exist"
   cd "$HOME"
   run --separate-stderr ss sync ./code/plain
   assert_equal "$status" 66

@@ -1,13 +1,12 @@
 #!/usr/bin/env bats
 # ss-snap and ss-sync, health-check and doctor on the command line: every message and exit
-# status that needs no running sandbox. The LXD client is a stub whose daemon is not running.
+# status that needs no running sandbox. Every backend is a stub that cannot run.
 
 load helpers
 
 setup() {
   ss_setup
-  stub lxc 'echo "Error: Get \"http://unix.socket/1.0\": dial unix /var/lib/lxd/unix.socket: connect: no such file or directory" >&2; exit 1'
-  export PATH="$STUBS:$SS_BUILD_DIR/libexec/ss:$PATH"
+  export PATH="$SS_BUILD_DIR/libexec/ss:$PATH"
 }
 
 # help_matches_man TOOL PAGE: the options of TOOL --help are those of the man page's OPTIONS.
@@ -114,6 +113,9 @@ hint: see 'ss snapshot --help'"
   cd "$SS_HOME/projects/sn-plain"
   run --separate-stderr ss diff
   assert_equal "${stderr_lines[0]}" "Moved project 'sn-plain' out of the folder sandboxes share (copy mode): ~/super-sandbox/copy-projects/sn-plain"
+  # Reading a copy never makes a sandbox to read it from.
+  assert_equal "$status" 66
+  assert_equal "${stderr_lines[1]}" "ss-sync: error: sandbox 'super-sandbox' does not exist"
   assert_dir_exists "$SS_HOME/copy-projects/sn-plain"
   assert_not_exists "$SS_HOME/projects/sn-plain"
   mkdir "$SS_HOME/projects/sn-copy"
@@ -180,7 +182,6 @@ hint: see 'ss pull --help'"
 }
 
 @test "health-check: no such sandbox; doctor: the backend's probe, exit 1 when none can run" {
-  stub_backends_down
   run --separate-stderr ss health-check sn-none
   assert_equal "$status" 66
   assert_equal "${stderr_lines[0]}" "ss-vm: error: sandbox 'sn-none' does not exist"

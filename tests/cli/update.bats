@@ -9,7 +9,6 @@ load helpers
 setup() {
   ss_setup
   unset SS_NO_UPDATE
-  stub_backends_down
   PREFIX="$BATS_TEST_TMPDIR/prefix"
   mkdir -p "$PREFIX/bin" "$PREFIX/libexec/ss"
   cp "$SS_BUILD_DIR/bin/ss" "$PREFIX/bin/"

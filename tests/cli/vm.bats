@@ -6,7 +6,6 @@ load helpers
 
 setup() {
   ss_setup
-  stub_backends_down
 }
 
 @test "no command: usage on stderr, exit 64; --help on stdout, exit 0" {
