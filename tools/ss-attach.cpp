@@ -453,6 +453,17 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
   return ThenAlways(session, fetch);
 }
 
+// A session in project `name` (none: the home directory), then what follows it however it
+// ends: a working copy's commits come to the host; a shared project's changes to files the host
+// runs or obeys are named.
+int InProject(Session& s, const std::string& name, const std::function<int()>& session) {
+  if (name.empty()) return session();
+  if (IsCopyMode(s.config(), name)) {
+    return FetchingCommits(s, ProjectCopy(s.config(), name), session);
+  }
+  return NamingHostExecChanges(PlaceProject(s.config(), name), s.config(), session);
+}
+
 int OpenProject(const AttachLine& o) {
   const std::string& name = o.words.empty() ? std::string() : o.words[0];
   if (o.words.size() > 1) {
@@ -462,11 +473,7 @@ int OpenProject(const AttachLine& o) {
   RequireProject(name);
   if (!o.has_command) CheckForUpdates();
   Session s(o);
-  auto session = [&] { return OpenSession(o, s, name, [&] { return s.Dir(name); }); };
-  if (IsCopyMode(s.config(), name)) {
-    return FetchingCommits(s, ProjectCopy(s.config(), name), session);
-  }
-  return NamingHostExecChanges(PlaceProject(s.config(), name), s.config(), session);
+  return InProject(s, name, [&] { return OpenSession(o, s, name, [&] { return s.Dir(name); }); });
 }
 
 // --copy and --no-copy: the folder's mode, recorded while its sandbox is not made (the mode
@@ -708,9 +715,11 @@ int RunOptions(const AttachLine& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     if (o.verb == "claude-resume") argv.push_back("--continue");
-    auto browser = StartBrowser(s.Connect(), s.config());
-    s.AddBrowserFlag(argv, browser.get());
-    return s.Interactive(argv, s.Dir(project));
+    return InProject(s, project, [&] {
+      auto browser = StartBrowser(s.Connect(), s.config());
+      s.AddBrowserFlag(argv, browser.get());
+      return s.Interactive(argv, s.Dir(project));
+    });
   }
   if (o.verb == "claude-run") {
     if (o.words.empty() || o.words.size() > 2) {
@@ -725,7 +734,7 @@ int RunOptions(const AttachLine& o) {
     Session s(o);
     std::vector<std::string> argv = s.AgentArgv();
     argv.insert(argv.end(), {"-p", o.words.back()});
-    return s.Stream(argv, s.Dir(project));
+    return InProject(s, project, [&] { return s.Stream(argv, s.Dir(project)); });
   }
   if (o.verb == "exec") {
     if (!o.has_command || o.command.empty()) {
@@ -733,7 +742,7 @@ int RunOptions(const AttachLine& o) {
     }
     std::string project = OptionalProject(o, 1);
     Session s(o);
-    return s.Stream(o.command, s.Dir(project));
+    return InProject(s, project, [&] { return s.Stream(o.command, s.Dir(project)); });
   }
   if (o.verb == "docker") {
     std::vector<std::string> argv{"docker"};

@@ -318,6 +318,12 @@ fake_internet_up() {
   if [ "${FI_443:-}" = headers ]; then
     ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/header_server.py" "$FI_OUTSIDE" 443 \
       "$FI_DIR/web.pem" "$FI_DIR/web.key" "$FI_DIR/requests" >"$FI_DIR/web443" 2>&1 3>&- &
+  elif [ "${FI_443:-}" = messages ]; then
+    # The agent's API: its tool call runs the command in messages.command.
+    : >"$FI_DIR/messages.command"
+    ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/e2e/messages_api.py" "$FI_OUTSIDE" 443 \
+      "$FI_DIR/web.pem" "$FI_DIR/web.key" "$FI_DIR/messages.command" "$FI_DIR/requests" \
+      >"$FI_DIR/web443" 2>&1 3>&- &
   else
     ip netns exec "$ns" python3 "$SS_SOURCE_DIR/tests/cli/web_server.py" "$FI_OUTSIDE" 443 \
       "$FI_DIR/www" "$FI_DIR/web.pem" "$FI_DIR/web.key" >"$FI_DIR/web443" 2>&1 3>&- &
