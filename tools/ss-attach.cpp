@@ -742,7 +742,7 @@ int RunOptions(const AttachLine& o) {
     }
     std::string project = OptionalProject(o, 1);
     Session s(o);
-    return InProject(s, project, [&] { return s.Stream(o.command, s.Dir(project)); });
+    return s.Stream(o.command, s.Dir(project));
   }
   if (o.verb == "docker") {
     std::vector<std::string> argv{"docker"};
