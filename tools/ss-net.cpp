@@ -24,6 +24,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "host_networks.hpp"
 #include "net_ca.hpp"
 #include "net_fence.hpp"
 #include "net_line.hpp"
@@ -309,7 +310,17 @@ int Run(const NetLine& o) {
   // What is asked is checked first (64, 65), then the sandbox: a change is for a sandbox this
   // install made, and a mistyped name must not pass for done (66).
   for (const std::string& text : o.verb == "mode" ? std::vector<std::string>{} : o.words) {
-    ParseNetRule(text);
+    NetRule rule = ParseNetRule(text);
+    // An allow rule that nothing could ever pass is a mistake to say, not to keep.
+    if (o.verb != "allow" || rule.kind != NetRule::kNetwork) continue;
+    if (std::string why = NeverAllowed(rule, HostNetworksOf(ReadInterfaceAddresses()));
+        !why.empty()) {
+      throw Error(kExitDataErr, Cat(Quoted(rule.text), " is ", why, ": no rule opens it"),
+                  {"a sandbox never reaches the host itself, ss's ports or another sandbox, in "
+                   "any mode"},
+                  {"to give it one service of the host: ss tunnel -R PORT:127.0.0.1:PORT "
+                   "SANDBOX"});
+    }
   }
   if (o.verb == "mode" && !ParseNetMode(o.words[0])) {
     throw Error(kExitUsage, Cat("unknown mode ", Quoted(o.words[0])), {},

@@ -401,6 +401,30 @@ bool IsInternalAddress(const IpAddress& address) {
   return false;
 }
 
+std::string NeverAllowed(const NetRule& rule, const HostNetworks& host) {
+  if (rule.kind != NetRule::kNetwork) return "";
+  const IpNetwork rules = IpNetwork::Of(rule.network, rule.prefix);
+  // A single address is also judged by the IPv4 addresses it carries, as connections are.
+  std::vector<IpNetwork> views = {rules};
+  if (rules.prefix == 128) {
+    for (const IpAddress& v4 : EmbeddedIpv4(rules.address)) views.push_back(IpNetwork::Single(v4));
+  }
+  for (const IpNetwork& n : views) {
+    for (const IpNetwork& own : FixedOwn()) {
+      if (own.Covers(n)) return "the host's own address";
+    }
+    for (const HostNetwork& own : host.own) {
+      if (own.network.Covers(n)) return "the host's own address";
+    }
+    for (const HostNetwork& s : host.sandboxes) {
+      if (s.network.Covers(n)) {
+        return Cat("a sandbox network (", s.network.ToString(), " on ", s.interface, ")");
+      }
+    }
+  }
+  return "";
+}
+
 NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port,
                          const HostNetworks& host) {
   if (policy.mode == NetMode::kNone) return {false, "mode none"};

@@ -151,6 +151,12 @@ struct HostNetworks {
 NetVerdict DecideAddress(const NetPolicy& policy, const IpAddress& address, int port,
                          const HostNetworks& host);
 
+// Why an allow rule can never let anything through: its whole network is the host's own (its
+// addresses, loopback) or a network of sandboxes, refused in every mode ("the host's own
+// address", "a sandbox network (10.1.2.0/24 on ssn-x)"). Empty for names, wildcards and networks
+// with anything else in them.
+std::string NeverAllowed(const NetRule& rule, const HostNetworks& host);
+
 // Whether `address` is loopback, private, link-local, CGNAT, unique-local, NAT64 local-use,
 // multicast or unspecified.
 bool IsInternalAddress(const IpAddress& address);

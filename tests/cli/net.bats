@@ -71,6 +71,14 @@ LOG() { cat "$SS_HOME/.ss/sandboxes/box/net/log.jsonl"; }
   assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: invalid network rule '*example.com': '*' only as the whole first label: *.example.com" "hint: rules look like: example.com, *.example.com, example.com:443, 10.0.0.0/8, 10.1.2.3:22, [2001:db8::]/32")"
   run --separate-stderr ss net ls --sandbox '../x'
   assert_failure 65
+  # An allow rule nothing could ever pass is refused, not kept: the host's own addresses.
+  for own in 127.0.0.1 127.0.0.0/8 '[::1]:5432' '[2002:7f00:1::]'; do
+    run --separate-stderr ss net allow "$own" --sandbox box
+    assert_failure 65
+    assert_equal "${stderr_lines[0]}" "ss-net: error: '$own' is the host's own address: no rule opens it"
+  done
+  assert_equal "${stderr_lines[2]}" "hint: to give it one service of the host: ss tunnel -R PORT:127.0.0.1:PORT SANDBOX"
+  assert_file_not_exists "$SS_HOME/.ss/sandboxes/box/net/policy.json"
   run --separate-stderr ss net allow example.com --sandbox boxx
   assert_failure 66
   assert_equal "$stderr" "$(printf '%s\n' "ss-net: error: sandbox 'boxx' does not exist" "hint: sandboxes: box")"
@@ -428,8 +436,15 @@ while True:
   run in_ns curl -sS --proxy "http://$PROXY" "http://mapped.test:$HTTP_PORT/"
   assert_output "hello from outside"
   # Every other name leads home, in every form: refused, in allowlist and open mode, even with a
-  # rule that names the address.
-  ss net allow 127.0.0.1 "$HOST_WAN" "[::1]" 0.0.0.0/0 "[::]/0" --sandbox box >/dev/null
+  # rule that names the address (which ss net allow refuses to add: written into the sandbox's
+  # changes here, as a hand or an older ss may have).
+  changes="$SS_HOME/.ss/sandboxes/box/net/changes.json"
+  jq --arg wan "$HOST_WAN" '. + [{allow: "127.0.0.1"}, {allow: $wan}, {allow: "[::1]"}]' \
+    "$changes" >"$W/changes.json"
+  cat "$W/changes.json" >"$changes"
+  ss net allow 0.0.0.0/0 "[::]/0" --sandbox box >/dev/null
+  run ss net ls --sandbox box
+  assert_line "  allow 127.0.0.1"
   for mode in allowlist open; do
     ss net mode "$mode" --sandbox box >/dev/null
     for name in "${homes[@]}"; do

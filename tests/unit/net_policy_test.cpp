@@ -217,6 +217,22 @@ TEST(NetPolicy, TheHostItselfAndSandboxesAreNeverReachedWhateverTheRulesAndMode)
   EXPECT_FALSE(At(Allow({}, {}, NetMode::kNone), "198.51.100.2").allowed);
 }
 
+TEST(NetPolicy, AnAllowRuleThatNothingCouldPassIsKnownAsSuch) {
+  auto why = [](const char* text) { return NeverAllowed(ParseNetRule(text), Host()); };
+  for (const char* own : {"127.0.0.1", "127.0.0.0/8", "127.9.9.9:5432", "[::1]", "0.0.0.0",
+                          "192.168.1.10", "203.0.113.5", "[2001:db8:1::10]", "198.18.0.2:22",
+                          "[::ffff:127.0.0.1]", "[2002:7f00:1::]"}) {
+    EXPECT_EQ(why(own), "the host's own address") << own;
+  }
+  EXPECT_EQ(why("10.77.0.9"), "a sandbox network (10.77.0.0/24 on ssn-1a2b3c4d5e)");
+  EXPECT_EQ(why("172.17.0.0/16"), "a sandbox network (172.17.0.0/16 on docker0)");
+  // Networks with anything else in them, names and the LAN (which a rule may open) are rules.
+  for (const char* rule : {"0.0.0.0/0", "127.0.0.0/7", "192.168.1.20", "192.168.1.0/24",
+                           "10.77.0.0/16", "example.com", "*.example.com", "[2001:db8:1::11]"}) {
+    EXPECT_EQ(why(rule), "") << rule;
+  }
+}
+
 TEST(NetPolicy, TheHostsLanOnlyByARuleThatNamesItAndDenyRulesSeeEveryForm) {
   NetPolicy open = Allow({}, {}, NetMode::kOpen);
   for (const char* lan : {"192.168.1.20", "198.18.0.7", "2001:db8:1::20", "64:ff9b::c0a8:114",
