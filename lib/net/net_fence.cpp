@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
 #include "net_policy.hpp"
+#include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
 #include "sandbox_name.hpp"
@@ -103,6 +106,42 @@ std::string NetFenceScript(const NetFence& f) {
   return s;
 }
 
+std::vector<std::string> StaleFenceChains(std::string_view ruleset, const std::string& interface,
+                                          const std::string& sandbox) {
+  // The sandbox a chain of ss's is for: "sandbox-NAME-HOOK".
+  auto owner = [](std::string_view chain) -> std::string {
+    if (!chain.starts_with("sandbox-")) return "";
+    chain.remove_prefix(8);
+    for (std::string_view hook : {"-pre", "-in", "-fwd"}) {
+      if (chain.ends_with(hook)) return std::string(chain.substr(0, chain.size() - hook.size()));
+    }
+    return "";
+  };
+  std::vector<std::pair<std::string, std::string>> chains;  // chain, its sandbox
+  std::vector<std::string> stale;                           // sandboxes
+  const std::string in = Cat("iifname \"", interface, "\""),
+                    out = Cat("oifname \"", interface, "\"");
+  std::string current;
+  for (const std::string& raw : SplitLines(std::string(ruleset))) {
+    std::string_view line = Trim(raw);
+    if (line.starts_with("chain ") && line.ends_with("{")) {
+      std::string_view name = Trim(line.substr(6, line.size() - 7));
+      current = owner(name);
+      if (!current.empty()) chains.emplace_back(std::string(name), current);
+      continue;
+    }
+    if (current.empty() || current == sandbox) continue;
+    if (line.find(in) != std::string_view::npos || line.find(out) != std::string_view::npos) {
+      if (std::find(stale.begin(), stale.end(), current) == stale.end()) stale.push_back(current);
+    }
+  }
+  std::vector<std::string> result;
+  for (const auto& [chain, owner_name] : chains) {
+    if (std::find(stale.begin(), stale.end(), owner_name) != stale.end()) result.push_back(chain);
+  }
+  return result;
+}
+
 namespace {
 
 // Not root: the same through `sudo -n ss-net fence …`, which ss vm setup allows the engine's
@@ -160,9 +199,19 @@ void ApplyNetFence(const NetFence& fence) {
     }
     return;
   }
-  ProcessOptions o;
-  o.input = NetFenceScript(fence);
+  std::string script = NetFenceScript(fence);
   FileLock lock = LockFences();
+  if (ProcessResult table = Run({"nft", "list", "table", "inet", "ss"}); table.ok()) {
+    std::string removal;
+    for (const std::string& chain : StaleFenceChains(table.out, fence.interface, fence.sandbox)) {
+      Warn(Cat("removed the stale network fence chain ", chain, " on ", fence.interface,
+               " (left by a sandbox that is gone)"));
+      removal += Cat("delete chain ", kTable, " ", chain, "\n");
+    }
+    script = removal + script;
+  }
+  ProcessOptions o;
+  o.input = script;
   ProcessResult r = Run({"nft", "-f", "-"}, o);
   if (!r.ok()) {
     throw Error(kExitUnavailable,

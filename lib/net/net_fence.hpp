@@ -13,6 +13,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ss {
 
@@ -60,7 +62,15 @@ int ConntrackShare(int wanted);
 // field could not be written safely into it.
 std::string NetFenceScript(const NetFence& fence);
 
-// Installs the fence with `nft -f -` (ss::Error 69 with nft's words when it refuses).
+// The chains, in `ruleset` (what `nft list table inet ss` prints), of sandboxes other than
+// `sandbox` whose rules name `interface`: an interface is one sandbox's, so they are what a
+// sandbox gone without its fence left (an engine names bridges again: cni-podman1), and would
+// send the new sandbox's traffic to a dead ss-net. Every chain of such a sandbox is listed.
+std::vector<std::string> StaleFenceChains(std::string_view ruleset, const std::string& interface,
+                                          const std::string& sandbox);
+
+// Installs the fence with `nft -f -` (ss::Error 69 with nft's words when it refuses), removing
+// in the same step the stale chains of other sandboxes on its interface (StaleFenceChains).
 void ApplyNetFence(const NetFence& fence);
 
 // Removes the sandbox's chains (nothing when there are none).

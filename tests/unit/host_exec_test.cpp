@@ -49,11 +49,29 @@ TEST(HostExec, TheBuiltInListAtAnyDepth) {
                            ".yarnrc.yml",
                            ".cargo/config.toml",
                            ".nvim.lua",
-                           ".exrc"}) {
+                           ".exrc",
+                           "docs/HEAD",
+                           "a/b/head",
+                           ".env.local",
+                           "mise.local.toml",
+                           ".config/mise/config.toml",
+                           ".config/mise.toml",
+                           ".mise/tasks/build",
+                           ".tool-versions",
+                           ".yarnrc",
+                           ".pnpmfile.cjs",
+                           "bunfig.toml",
+                           "rust-toolchain.toml",
+                           "rust-toolchain",
+                           ".helix/languages.toml",
+                           ".venv/bin/python",
+                           ".venv/bin/python3.11",
+                           "venv/pyvenv.cfg"}) {
     EXPECT_TRUE(rules.Why(path)) << path;
   }
   EXPECT_EQ(rules.Why(".claude/settings.json"), "Claude Code (hooks, commands)");
   EXPECT_EQ(rules.Why("x/.git/config"), "git");
+  EXPECT_EQ(rules.Why("docs/HEAD"), "git (a repository's HEAD: git obeys the config beside it)");
   // In any letter case: a case-insensitive file system opens these as the names tools obey.
   for (const char* path :
        {".ENVRC", "a/.VSCode/Tasks.json", ".Claude/Settings.JSON", ".HUSKY/x", ".GitModules"}) {
@@ -64,9 +82,11 @@ TEST(HostExec, TheBuiltInListAtAnyDepth) {
 
 TEST(HostExec, OrdinaryFilesAreNot) {
   HostExecRules rules;
-  for (const char* path : {"README.md", "src/main.cpp", "claude/settings.json", ".claudex/a",
-                           "my.envrc", ".envrc.example/x", "docs/.vscode.md", "Makefile",
-                           "package.json", "gitattributes", ".github/workflows/ci.yml"}) {
+  for (const char* path :
+       {"README.md", "src/main.cpp", "claude/settings.json", ".claudex/a", "my.envrc",
+        ".envrc.example/x", "docs/.vscode.md", "Makefile", "package.json", "gitattributes",
+        ".github/workflows/ci.yml", "config/app.toml", "docs/config", "HEADER.md", ".environment",
+        ".venv/lib/python3.11/site-packages/x.py", ".venv/bin/pip"}) {
     EXPECT_FALSE(rules.Why(path)) << path;
   }
 }

@@ -88,5 +88,35 @@ TEST(NetFence, RefusesWhatCouldNotBeWrittenSafely) {
   bad([](NetFence& f) { f.proxy_port = 70000; });
 }
 
+TEST(NetFence, ChainsOfAGoneSandboxOnTheSameInterfaceAreStale) {
+  const std::string ruleset = R"(table inet ss {
+	chain sandbox-old-box-pre {
+		type nat hook prerouting priority dstnat - 5; policy accept;
+		iifname "cni-podman1" ip daddr 10.125.108.1 tcp dport 3128 dnat ip to 10.125.108.1:41763
+	}
+	chain sandbox-old-box-in {
+		iifname "cni-podman1" ct state established,related accept
+	}
+	chain sandbox-old-box-fwd {
+		oifname "cni-podman1" ct state established,related accept
+	}
+	chain sandbox-other-pre {
+		iifname "cni-podman2" tcp dport { 80, 443 } dnat ip to 10.1.1.1:4000
+	}
+	chain sandbox-my-box-in {
+		iifname "cni-podman1" ct state established,related accept
+	}
+	chain sandbox-cni-podman10-in {
+		iifname "cni-podman10" reject
+	}
+}
+)";
+  EXPECT_EQ(StaleFenceChains(ruleset, "cni-podman1", "my-box"),
+            (std::vector<std::string>{"sandbox-old-box-pre", "sandbox-old-box-in",
+                                      "sandbox-old-box-fwd"}));
+  EXPECT_TRUE(StaleFenceChains(ruleset, "cni-podman3", "my-box").empty());
+  EXPECT_TRUE(StaleFenceChains("", "cni-podman1", "my-box").empty());
+}
+
 }  // namespace
 }  // namespace ss
