@@ -440,7 +440,12 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
   auto fetch = [&] {
     try {
       std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
-      if (!conn) return;
+      if (!conn) {
+        Warn(Cat("the commits of the working copy of ", source.word, " were not fetched: sandbox '",
+                 s.sandbox().name(), "' cannot be reached; they stay there: ss fetch ", source.word,
+                 " once it runs"));
+        return;
+      }
       for (const auto& line :
            FetchLines(FetchGitLayer(*conn, s.config(), source, s.sandbox().name()))) {
         Note(Cat("Fetched from the sandbox: ", line));

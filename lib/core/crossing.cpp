@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include "error.hpp"
 #include "fd.hpp"
@@ -324,8 +325,19 @@ CrossingReport CrossInto(int archive_fd, const std::vector<TarEntry>& entries,
   // Every entry is known before any link is judged: a link arriving later in the stream may be
   // on another one's way.
   std::vector<std::pair<size_t, std::vector<std::string>>> admitted;
+  std::set<std::string> names;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (auto parts = w.Admit(entries[i], i)) admitted.emplace_back(i, std::move(*parts));
+    auto parts = w.Admit(entries[i], i);
+    if (!parts) continue;
+    // A name given twice would be written twice, the first write staying where the second is
+    // refused: what was shown (the last) is not what would land. The archives ss asks for name
+    // each path once, so the sandbox's is refused whole.
+    if (!names.insert(JoinParts(*parts, parts->size())).second) {
+      throw Error(kExitRemote,
+                  Cat("the sandbox's archive gives ", Quoted(Printable(entries[i].path)),
+                      " more than once; nothing was written"));
+    }
+    admitted.emplace_back(i, std::move(*parts));
   }
   for (const auto& [i, parts] : admitted) w.Write(entries[i], parts, i);
   return w.Finish();

@@ -426,6 +426,12 @@ std::string Relay(int in) {
           break;
         }
         if (len < 4 || at + len > head.size()) break;
+        // Asked nothing else, upload-pack answers in protocol 0: its first line is a ref. A
+        // "version" line (protocol 1 or 2, which the host's git would also follow) lists refs
+        // where they are not counted.
+        if (at == 0 && head.compare(4, 8, "version ") == 0) {
+          return "the sandbox's git-upload-pack answered in a protocol it was not asked for";
+        }
         if (head.find(" refs/heads/", at) < at + len && ++branches > kMaxBranches) {
           return Cat("the sandbox's repository has more than ", kMaxBranches, " branches");
         }

