@@ -81,7 +81,6 @@ add(top + "/out", tarfile.SYMTYPE, link=canary)
 add(top + "/out/evil", data=b"x")
 add(top + "/up", tarfile.SYMTYPE, link="../../../canary")
 add(top + "/inner", tarfile.SYMTYPE, link="ok.txt")
-add(top + "/inner", tarfile.DIRTYPE, mode=0o755)
 add(top + "/inner/evil", data=b"x")
 add(top + "/suid", data=b"#!/bin/sh\n", mode=0o4755)
 add(top + "/dev", tarfile.CHRTYPE)
@@ -212,13 +211,32 @@ lines")" "nl"
   assert_equal "$(cat "$t/into/tree/ok.txt")" "ok"
   assert_equal "$(stat -c %a "$t/into/tree/suid")" "755"
   for bad in "tree/../../escape.txt" "$C/abs.txt" "tree/out: a symbolic link" "tree/up: a symbolic link" \
-    "tree/inner/: on the host it is a file or a symbolic link" "tree/inner/evil: 'tree/inner' on the host" \
+    "tree/inner/evil: 'tree/inner' on the host" \
     "tree/dev: a character device" "tree/fifo: a fifo" "tree/hard: a hard link" "other/x: not below"; do
     [[ "$stderr" == *"$bad"* ]] || { echo "missing: $bad"; echo "$stderr"; false; }
   done
   assert_not_exists "$t/escape.txt"
   assert_not_exists "$C/abs.txt"
   assert_not_exists "$t/into/other"
+  # A name given twice (a link, then a folder, as what is shown is the last): refused whole.
+  python3 - "$t/twice.tar" <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT)
+for name, kind, link in (("tree", tarfile.DIRTYPE, ""), ("tree/ok.txt", tarfile.REGTYPE, ""),
+                         ("tree/inner", tarfile.SYMTYPE, "ok.txt"), ("tree/inner", tarfile.DIRTYPE, "")):
+    i = tarfile.TarInfo(name)
+    i.type, i.mode, i.linkname = kind, 0o755, link
+    i.size = 3 if kind == tarfile.REGTYPE else 0
+    t.addfile(i, io.BytesIO(b"ok\n") if i.size else None)
+t.close()
+EOF
+  fake_tar "$t/twice.tar"
+  mkdir "$t/into2"
+  run --separate-stderr ss pull /tmp/tree "$t/into2/"
+  assert_failure 255
+  assert_equal "${stderr_lines[0]}" "ss-sync: error: the sandbox's archive gives 'tree/inner/' more than once; nothing was written"
+  assert_equal "$(ls -A "$t/into2")" ""
+  fake_tar "$t/evil.tar"
   # The same archive as apply's answer: only what was asked for, and never through a link.
   run --separate-stderr ss apply ho-app --yes
   assert_failure 1
