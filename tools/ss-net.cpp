@@ -18,6 +18,7 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "egress.hpp"
@@ -309,12 +310,13 @@ int Run(const NetLine& o) {
   if (o.verb == "ls") return Ls(sandbox, LoadNetPolicy(sandbox), o.json);
   // What is asked is checked first (64, 65), then the sandbox: a change is for a sandbox this
   // install made, and a mistyped name must not pass for done (66).
+  std::optional<HostNetworks> host;  // read once, for the first address rule
   for (const std::string& text : o.verb == "mode" ? std::vector<std::string>{} : o.words) {
     NetRule rule = ParseNetRule(text);
     // An allow rule that nothing could ever pass is a mistake to say, not to keep.
     if (o.verb != "allow" || rule.kind != NetRule::kNetwork) continue;
-    if (std::string why = NeverAllowed(rule, HostNetworksOf(ReadInterfaceAddresses()));
-        !why.empty()) {
+    if (!host) host = HostNetworksOf(ReadInterfaceAddresses());
+    if (std::string why = NeverAllowed(rule, *host); !why.empty()) {
       throw Error(kExitDataErr, Cat(Quoted(rule.text), " is ", why, ": no rule opens it"),
                   {"a sandbox never reaches the host itself, ss's ports or another sandbox, in "
                    "any mode"},

@@ -403,11 +403,11 @@ bool IsInternalAddress(const IpAddress& address) {
 
 std::string NeverAllowed(const NetRule& rule, const HostNetworks& host) {
   if (rule.kind != NetRule::kNetwork) return "";
-  const IpNetwork rules = IpNetwork::Of(rule.network, rule.prefix);
+  const IpNetwork named = IpNetwork::Of(rule.network, rule.prefix);
   // A single address is also judged by the IPv4 addresses it carries, as connections are.
-  std::vector<IpNetwork> views = {rules};
-  if (rules.prefix == 128) {
-    for (const IpAddress& v4 : EmbeddedIpv4(rules.address)) views.push_back(IpNetwork::Single(v4));
+  std::vector<IpNetwork> views = {named};
+  if (named.prefix == 128) {
+    for (const IpAddress& v4 : EmbeddedIpv4(named.address)) views.push_back(IpNetwork::Single(v4));
   }
   for (const IpNetwork& n : views) {
     for (const IpNetwork& own : FixedOwn()) {

@@ -662,8 +662,8 @@ std::string PlanDiff(const ApplyPlan& plan) {
                           copy == copies.end() ? nullptr : copy->second, Cat(work.path(), "/b", n));
     ++n;
     if ((a.what != "file" && a.what != "none") || (b.what != "file" && b.what != "none")) {
-      out += Cat("--- a/", shown, "\n+++ b/", shown, "\n@@ -1 +1 @@\n-", a.what, "\n+", b.what,
-                 "\n");
+      out +=
+          Cat("--- a/", shown, "\n+++ b/", shown, "\n@@ -1 +1 @@\n-", a.what, "\n+", b.what, "\n");
     } else {
       if (a.what == "file" && b.what == "file" && a.mode != b.mode) {
         char line[64];
