@@ -286,6 +286,7 @@ class Session {
     return *sandbox_;
   }
   Config& config() { return config_; }
+  const std::string& name() const { return name_; }
 
  private:
   // What --no-mount, --mount and `ss run DIR` ask the sandbox to share: the sandbox's (or
@@ -408,7 +409,7 @@ int ThenAlways(const std::function<int()>& session, const std::function<void()>&
 
 // A session in a shared folder (`host_dir`, the host's own): on its way out, for whatever reason,
 // it names the files it changed there that the host runs or obeys on its own.
-int NamingHostExecChanges(const std::string& host_dir, const Config& config,
+int NamingHostExecChanges(Session& s, const std::string& host_dir,
                           const std::function<int()>& session) {
   // Change times come from a clock up to a tick (10 ms at 100 Hz) behind the real one.
   struct timespec since {};
@@ -419,9 +420,10 @@ int NamingHostExecChanges(const std::string& host_dir, const Config& config,
     since.tv_sec -= 1;
   }
   auto name_them = [&] {
+    if (!SandboxExists(s.name())) return;  // never made: it wrote nothing
     std::vector<HostExecChange> changed;
     try {
-      changed = ChangedHostExec(host_dir, since, HostExecRules::From(config));
+      changed = ChangedHostExec(host_dir, since, HostExecRules::From(s.config()));
     } catch (const Error&) {
       return;  // a folder that cannot be read is said elsewhere
     }
@@ -438,6 +440,7 @@ int NamingHostExecChanges(const std::string& host_dir, const Config& config,
 // copy's own repository come to the host's (git_layer.hpp), before an ephemeral sandbox goes.
 int FetchingCommits(Session& s, const CopySource& source, const std::function<int()>& session) {
   auto fetch = [&] {
+    if (!SandboxExists(s.name())) return;  // never made (the session could not start)
     try {
       std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
       if (!conn) {
@@ -466,7 +469,7 @@ int InProject(Session& s, const std::string& name, const std::function<int()>& s
   if (IsCopyMode(s.config(), name)) {
     return FetchingCommits(s, ProjectCopy(s.config(), name), session);
   }
-  return NamingHostExecChanges(PlaceProject(s.config(), name), s.config(), session);
+  return NamingHostExecChanges(s, PlaceProject(s.config(), name), session);
 }
 
 int OpenProject(const AttachLine& o) {
@@ -483,11 +486,14 @@ int OpenProject(const AttachLine& o) {
 
 // --copy and --no-copy: the folder's mode, recorded while its sandbox is not made (the mode
 // decides what it shares). A folder in copy mode opens in its own sandbox only, with its share.
+// A git repository is in copy mode unless told otherwise; shared, each session says what that
+// exposes.
 void ChooseFolderMode(const AttachLine& o, Folder& folder) {
   std::string word = ShellQuote(folder.path);
+  auto known = KnownSandboxes();
+  bool made = std::find(known.begin(), known.end(), folder.sandbox) != known.end();
   if (o.copy && *o.copy != folder.copy) {
-    auto known = KnownSandboxes();
-    if (std::find(known.begin(), known.end(), folder.sandbox) != known.end()) {
+    if (made) {
       throw Error(
           kExitUsage,
           Cat("the folder ", folder.path, " is open ", folder.copy ? "in copy mode" : "read-write",
@@ -500,14 +506,32 @@ void ChooseFolderMode(const AttachLine& o, Folder& folder) {
     folder.copy = *o.copy;
     RecordFolder(folder);
   }
-  if (!folder.copy) return;
+  bool by_default = folder.first_use && !o.copy;
+  if (!folder.copy) {
+    if (!o.no_mount && HoldsRepository(folder.path)) {
+      Warn(Cat(folder.path,
+               " is a git repository shared read-write: the sandbox can change its .git (hooks, "
+               "settings), which git on this machine obeys; to keep it out of reach: ",
+               made ? Cat("ss vm delete --sandbox ", folder.sandbox, ", then ") : "", "ss run ",
+               word, " --copy"));
+    }
+    return;
+  }
+  if (by_default && !o.no_mount) {
+    Note(Cat(folder.path,
+             " is a git repository: the agent works in a copy of it, and the folder is shared "
+             "with nothing. Its commits come back when a session ends, other changes with ss diff "
+             "and ss apply. To share it read-write instead: ss run ",
+             word, " --no-copy"));
+  }
   if (!o.sandbox.empty() || !o.profile.empty()) {
     throw Error(
         kExitUsage,
         Cat("the folder ", folder.path, " is in copy mode: it opens in its own sandbox only"), {},
-        {Cat("leave out ", o.profile.empty() ? "--sandbox" : "--profile")});
+        {Cat("leave out ", o.profile.empty() ? "--sandbox" : "--profile",
+             by_default ? ", or share it read-write there: --no-copy" : "")});
   }
-  if (o.no_mount) {
+  if (o.no_mount && !by_default) {
     throw Error(kExitUsage, "--no-mount shares no folder, and copy mode needs the folder's", {},
                 {"to work in no host folder: ss shell --no-mount, or ss run --no-mount"});
   }
@@ -524,9 +548,9 @@ int RunFolder(const AttachLine& o) {
   if (!o.has_command) CheckForUpdates();
   Session s(o, &folder);
   auto session = [&] { return OpenSession(o, s, folder.name, [&] { return s.Dir(""); }); };
-  if (folder.copy) return FetchingCommits(s, FolderCopy(folder), session);
   if (o.no_mount) return session();
-  return NamingHostExecChanges(folder.path, s.config(), session);
+  if (folder.copy) return FetchingCommits(s, FolderCopy(folder), session);
+  return NamingHostExecChanges(s, folder.path, session);
 }
 
 // Opens `name` as `ss NAME` does.

@@ -55,9 +55,13 @@ Folder OpenFolder(const std::string& dir) {
   f.path = path;
   f.name = FolderShareName(f.path);
   f.sandbox = Cat(f.name, "-", Sha256Hex(f.path).substr(0, 4));
+  f.copy = HoldsRepository(f.path);
+  f.first_use = true;
   RecordFolder(f);
   return f;
 }
+
+bool HoldsRepository(const std::string& dir) { return PathExists(dir + "/.git"); }
 
 void RecordFolder(const Folder& f) {
   MakeDirs(StateDir(), 0700);

@@ -215,6 +215,44 @@ hint: the mode is chosen when its sandbox is made: ss vm delete --sandbox $sandb
 hint: open the project in another sandbox: ss proj --sandbox NAME"
 }
 
+@test "ss . in a git repository: a working copy unless told otherwise; shared, every session says what that exposes" {
+  mkdir -p "$HOME/code/repo" "$HOME/code/shared-repo" "$HOME/code/other-repo"
+  git -C "$HOME/code/repo" init -q
+  git -C "$HOME/code/shared-repo" init -q
+  echo "gitdir: $HOME/code/repo/.git" > "$HOME/code/other-repo/.git"
+  cd "$HOME/code/repo"
+  # Chosen and said before the sandbox is made (none can run here), remembered.
+  run --separate-stderr ss . -- true
+  assert_equal "$status" 69
+  assert_equal "${stderr_lines[1]}" "ss: error: no sandbox backend can run on this machine"
+  assert_equal "${stderr_lines[0]}" "$HOME/code/repo is a git repository: the agent works in a copy of it, and the folder is shared with nothing. Its commits come back when a session ends, other changes with ss diff and ss apply. To share it read-write instead: ss run $HOME/code/repo --no-copy"
+  assert_equal "$(jq -r --arg p "$HOME/code/repo" '.folders[$p].mode' "$SS_HOME/.ss/folders.json")" copy
+  run --separate-stderr ss . -- true
+  assert_equal "$status" 69
+  [[ "$stderr" != *"is a git repository"* ]]
+  # A .git file (a worktree, a submodule) is a repository too.
+  run --separate-stderr ss run "$HOME/code/other-repo" -- true
+  assert_equal "$status" 69
+  assert_equal "$(jq -r --arg p "$HOME/code/other-repo" '.folders[$p].mode' "$SS_HOME/.ss/folders.json")" copy
+  # Shared when asked, and each session says so.
+  for _ in 1 2; do
+    run --separate-stderr ss run "$HOME/code/shared-repo" --no-copy -- true
+    assert_equal "$status" 69
+    assert_equal "${stderr_lines[0]}" "ss: warning: $HOME/code/shared-repo is a git repository shared read-write: the sandbox can change its .git (hooks, settings), which git on this machine obeys; to keep it out of reach: ss run $HOME/code/shared-repo --copy"
+    assert_equal "$(jq -r --arg p "$HOME/code/shared-repo" '.folders[$p].mode' "$SS_HOME/.ss/folders.json")" shared
+  done
+  # Another sandbox cannot hold a copy; --no-mount shares nothing, so the mode does not matter.
+  mkdir -p "$HOME/code/third" && git -C "$HOME/code/third" init -q
+  run --separate-stderr ss run "$HOME/code/third" --sandbox other -- true
+  assert_equal "$status" 64
+  assert_equal "${stderr_lines[1]}" "ss: error: the folder $HOME/code/third is in copy mode: it opens in its own sandbox only"
+  assert_equal "${stderr_lines[2]}" "hint: leave out --sandbox, or share it read-write there: --no-copy"
+  mkdir -p "$HOME/code/fourth" && git -C "$HOME/code/fourth" init -q
+  run --separate-stderr ss run "$HOME/code/fourth" --no-mount -- true
+  assert_equal "$status" 69
+  [[ "$stderr" != *"is a git repository"* ]]
+}
+
 @test "ss clean --profile NAME: needs the profile; nothing to clean is said, exit 0" {
   run --separate-stderr ss clean
   assert_equal "$status" 64

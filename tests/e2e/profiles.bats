@@ -205,6 +205,40 @@ root-wrote
   gone "$sandbox"
 }
 
+@test "ss . in a git repository: the agent in a copy, the repository out of its reach; its commits come back when the session ends" {
+  local dir="$E2E_ROOT/a-repo" marker="$E2E_ROOT/a-repo-marker"
+  mkdir -p "$dir"
+  chown "$(stat -c %u:%g "$SS_HOME/projects")" "$dir"
+  as_owner sh -c 'cd "$1" && git init -q -b main && echo hello > README &&
+    git add README && git -c user.name=U -c user.email=u@example.test commit -qm first' sh "$dir"
+  start=$(git -C "$dir" rev-parse HEAD)
+  cd "$dir"
+  # A commit, then, as the issue's attacker, a setting and a hook that would run on the host.
+  run --separate-stderr ss . -- sh -c "
+    echo agent > agent.txt && git add agent.txt &&
+      git -c user.name=Agent -c user.email=a@example.test commit -qm 'by the agent'
+    git config core.fsmonitor 'touch $marker; false'
+    printf '#!/bin/sh\ntouch $marker\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+    sudo -n sh -c 'findmnt -rn -o TARGET,SOURCE | grep -cF $dir' || true"
+  assert_success
+  assert_output "0"
+  assert_equal "${stderr_lines[0]}" "$dir is a git repository: the agent works in a copy of it, and the folder is shared with nothing. Its commits come back when a session ends, other changes with ss diff and ss apply. To share it read-write instead: ss run $dir --no-copy"
+  [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 1 commit (${start:0:7}.."* ]]
+  jq -e --arg p "$dir" '.folders[$p].mode == "copy"' "$SS_HOME/.ss/folders.json"
+  # The commit and its file are the host's; nothing of the sandbox's git settings came.
+  assert_equal "$(git -C "$dir" log -1 --format=%s)" "by the agent"
+  assert_equal "$(cat "$dir/agent.txt")" "agent"
+  assert_equal "$(stat -c %u:%g "$dir/agent.txt")" "$(stat -c %u:%g "$SS_HOME/projects")"
+  run as_owner git -C "$dir" config core.fsmonitor
+  assert_failure 1
+  as_owner git -C "$dir" status --porcelain >/dev/null
+  as_owner sh -c 'cd "$1" && echo more >> README && git -c user.name=U -c user.email=u@example.test commit -qam more' sh "$dir"
+  assert_file_not_exists "$marker"
+  sandbox=$(jq -r --arg p "$dir" '.folders[$p].sandbox' "$SS_HOME/.ss/folders.json")
+  ss vm delete --sandbox "$sandbox" --yes --force >/dev/null 2>&1
+  gone "$sandbox"
+}
+
 @test "agent.config is copied into ~/.claude when the sandbox is made and by ss vm provision, never mounted" {
   local name="agentcfg-$$" cfg="$E2E_ROOT/repo/sandbox/claude"
   mkdir -p "$cfg/commands"
