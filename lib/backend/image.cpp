@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,13 +37,6 @@ constexpr int64_t kMinFreeBytes = 8LL * 1024 * 1024 * 1024;
 constexpr int64_t kGiB = 1024LL * 1024 * 1024;
 // Debian's and Ubuntu's bundle of the trusted certificate authorities (update-ca-certificates).
 constexpr const char* kHostCaBundle = "/etc/ssl/certs/ca-certificates.crt";
-
-// Free bytes on the filesystem holding `path`, or -1.
-int64_t FreeBytes(const std::string& path) {
-  struct statvfs vfs;
-  if (::statvfs(path.c_str(), &vfs) != 0) return -1;
-  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
-}
 
 // The minimal system debootstrap lays down; apt in the new system does the rest (debootstrap
 // resolves no virtual packages: python3-cffi-backend stands in for the one cloud-init needs).
@@ -200,16 +192,30 @@ std::string FetchVerified(const NpmTarball& t, const std::string& path) {
 
 // The build's mounts (debootstrap's own, and ChrootMounts') are made in a mount namespace of
 // this process: however the build ends, killed or interrupted included, none of them is left in
-// the host's. Mounts the host makes later still reach this process (slave).
-void UsePrivateMounts() {
-  static bool done = false;
-  if (done) return;
-  if (int err = platform::PrivateMounts(); err != 0) {
-    throw Error(kExitSoftware,
-                Cat("cannot make a mount namespace for the image build: ", std::strerror(err)));
+// the host's. Mounts the host makes meanwhile still reach this process (slave). When the build
+// ends the process goes back to the host's namespace: what it mounts next, such as the views of
+// the sandbox the image was built for, must be there for the engine to see.
+class BuildMounts {
+ public:
+  BuildMounts() {
+    if (int err = platform::PrivateMounts(previous_); err != 0) {
+      if (previous_ >= 0) platform::ReturnToMounts(previous_);
+      throw Error(kExitSoftware,
+                  Cat("cannot make a mount namespace for the image build: ", std::strerror(err)));
+    }
   }
-  done = true;
-}
+  ~BuildMounts() {
+    if (int err = platform::ReturnToMounts(previous_); err != 0) {
+      Warn(Cat("cannot return to the host's mounts after the image build: ", std::strerror(err),
+               "; a sandbox made by this command may not see its folders until ss vm stop and ss "
+               "vm start"));
+    }
+  }
+  BuildMounts(const BuildMounts&) = delete;
+
+ private:
+  int previous_ = -1;
+};
 
 // Work directories of this image's earlier builds that were killed midway (a crash, the OOM
 // killer; Ctrl-C cleans up after itself); the caller holds the image's lock, so no build is still
@@ -262,7 +268,7 @@ class Builder {
   }
 
   void Run() {
-    UsePrivateMounts();
+    BuildMounts build_mounts;
     progress_.Step(Cat("debootstrap ", o_.release, " (base system, a few minutes)"));
     Debootstrap();
     {

@@ -28,6 +28,8 @@ std::optional<std::string> ReadFileIfExists(const std::string& path);
 std::vector<std::string> Tail(const std::string& path, size_t lines);
 bool PathExists(const std::string& path);   // lstat: a dangling symlink exists
 bool IsDirectory(const std::string& path);  // stat: follows symlinks
+// Bytes free to a user on the filesystem holding `path` (statvfs), or -1 when it cannot tell.
+int64_t FreeBytes(const std::string& path);
 // The names in a directory, without . and ..; none when it cannot be read.
 std::vector<std::string> ListDir(const std::string& dir);
 

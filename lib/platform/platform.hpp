@@ -126,8 +126,12 @@ MacHost Mac();
 // --- Mounts (Linux; every call answers ENOSYS elsewhere) ---
 
 // Moves this process into a mount namespace of its own, receiving the host's later mounts
-// (slave): however it ends, its own mounts are never left in the host's.
-int PrivateMounts();
+// (slave): however it ends, its own mounts are never left in the host's. `previous` receives a
+// descriptor of the namespace it left, for ReturnToMounts.
+int PrivateMounts(int& previous);
+// Back into the mount namespace `previous` (from PrivateMounts), which it closes: what the
+// process mounts next (a sandbox's views) is the host's again. Single-threaded callers only.
+int ReturnToMounts(int previous);
 // Linux's own file systems in the new root `root`, for the programs run there (chroot): /proc,
 // /sys, and the host's /dev, recursively (in a container /dev is a tmpfs of bind-mounted nodes,
 // which a plain bind leaves behind as unusable placeholders). The folders exist already. Each

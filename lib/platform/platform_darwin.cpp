@@ -206,7 +206,11 @@ MacHost Mac() {
   return m;
 }
 
-int PrivateMounts() { return ENOSYS; }
+int PrivateMounts(int& previous) {
+  previous = -1;
+  return ENOSYS;
+}
+int ReturnToMounts(int) { return ENOSYS; }
 
 int MountChrootSystem(const std::string&, std::vector<std::string>&, std::string& failed) {
   failed = "the system's file systems for the image build";

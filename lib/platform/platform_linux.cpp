@@ -215,9 +215,22 @@ Accel DetectAccel(const std::string& root) {
 
 MacHost Mac() { return {}; }
 
-int PrivateMounts() {
-  if (::unshare(CLONE_NEWNS) != 0) return errno;
+int PrivateMounts(int& previous) {
+  previous = ::open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  if (previous < 0) return errno;
+  if (::unshare(CLONE_NEWNS) != 0) {
+    int err = errno;
+    ::close(previous);
+    previous = -1;
+    return err;
+  }
   return ::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0 ? 0 : errno;
+}
+
+int ReturnToMounts(int previous) {
+  int err = ::setns(previous, CLONE_NEWNS) == 0 ? 0 : errno;
+  ::close(previous);
+  return err;
 }
 
 int MountChrootSystem(const std::string& root, std::vector<std::string>& mounted,

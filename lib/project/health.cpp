@@ -1,7 +1,6 @@
 #include "health.hpp"
 
 #include <pwd.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -114,11 +113,8 @@ CheckResult BrowserThroughTunnel(SshConnection& conn, int port) {
 CheckResult DiskSpace() {
   std::string path = SsHome();
   while (!path.empty() && path != "/" && !PathExists(path)) path = Dirname(path);
-  struct statvfs vfs {};
-  if (path.empty() || ::statvfs(path.c_str(), &vfs) != 0) {
-    return Warning("disk space", Cat("cannot tell the free space of ", SsHome()));
-  }
-  int64_t free = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  int64_t free = path.empty() ? -1 : FreeBytes(path);
+  if (free < 0) return Warning("disk space", Cat("cannot tell the free space of ", SsHome()));
   std::string detail = Cat(FormatSizeHuman(free), " free in ", path);
   if (free < 5 * kGiB)
     return Failed("disk space", detail, "free at least 5GB: sandboxes and images need it");

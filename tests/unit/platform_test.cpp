@@ -127,6 +127,31 @@ TEST(Platform, HostFacts) {
   EXPECT_EQ(mac.is_macos, std::string(platform::kName) == "macos");
 }
 
+// An image build's mounts stay in a namespace of its own; afterwards the process is back in the
+// host's, where what it mounts next (a sandbox's views) must be seen by the engine.
+TEST(Platform, PrivateMountsAndBackAgain) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a mount namespace needs root";
+  auto ns = [] {
+    struct stat st {};
+    return ::stat("/proc/self/ns/mnt", &st) == 0 ? st.st_ino : 0;
+  };
+  ino_t host = ns();
+  ASSERT_NE(host, 0u);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int previous = -1;
+    if (platform::PrivateMounts(previous) != 0 || previous < 0) ::_exit(2);
+    if (ns() == host) ::_exit(3);  // the build's own
+    if (platform::ReturnToMounts(previous) != 0) ::_exit(4);
+    ::_exit(ns() == host ? 0 : 5);  // the host's again
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(MacChecks, NothingOffAMac) { EXPECT_TRUE(MacChecks(platform::MacHost{}).empty()); }
 
 TEST(MacChecks, AGoodMac) {
