@@ -370,20 +370,35 @@ std::string LxdWords(const ProcessResult& r) {
   return r.timed_out ? "no answer from LXD" : text;
 }
 
-// The storage pool for the default profile: btrfs on a loop file, else a plain directory
-// (where loop devices or btrfs are not available, as in a container).
+}  // namespace
+
+int64_t LxdPoolBytes(int64_t free) {
+  constexpr int64_t kGiB = 1024LL * 1024 * 1024;
+  int64_t fifth = free < 0 ? 30 * kGiB : free / 5;
+  return std::clamp(fifth / kGiB, int64_t{5}, int64_t{30}) * kGiB;
+}
+
+namespace {
+
+// The storage pool for the default profile: btrfs on a loop file (LxdPoolBytes), else a plain
+// directory (where loop devices or btrfs are not available, as in a container).
 std::string MakeLxdPool(Progress& progress) {
   std::vector<std::string> failures;
+  const char* lxd_dir = std::getenv("LXD_DIR");
+  std::string disks = Cat(lxd_dir && *lxd_dir ? lxd_dir : "/var/lib/lxd", "/disks");
+  std::string gib = Cat(
+      LxdPoolBytes(FreeBytes(IsDirectory(disks) ? disks : Dirname(disks))) / (1024LL * 1024 * 1024),
+      "GiB");
   for (const char* driver : {"btrfs", "dir"}) {
-    progress.Step(Cat("creating LXD's storage pool 'default' (", driver, ")"));
+    bool loop = std::string(driver) == "btrfs";
+    progress.Step(Cat("creating LXD's storage pool 'default' (", driver,
+                      loop ? Cat(", ", gib, " at most") : "", ")"));
     std::vector<std::string> argv{"lxc", "storage", "create", "default", driver};
-    if (std::string(driver) == "btrfs") argv.push_back("size=30GiB");
+    if (loop) argv.push_back(Cat("size=", gib));
     ProcessOptions o;
     o.timeout = std::chrono::minutes(2);
     // A failed btrfs pool leaves its loop file, which the next attempt would take for a used one.
-    const char* lxd_dir = std::getenv("LXD_DIR");
-    std::string loop_file =
-        Cat(lxd_dir && *lxd_dir ? lxd_dir : "/var/lib/lxd", "/disks/default.img");
+    std::string loop_file = disks + "/default.img";
     bool had_loop_file = PathExists(loop_file);
     ProcessResult r = Run(argv, o);
     if (r.ok()) return driver;

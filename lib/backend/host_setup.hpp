@@ -3,6 +3,7 @@
 // whose default profile has a root disk and a network is used as it is.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ SetupReport SetupQemu(Progress& progress);
 SetupReport SetupLima(Progress& progress);
 // Lume: the core packages; Lume itself comes from its own installer.
 SetupReport SetupLume(Progress& progress);
+
+// The size of the loop file ss gives LXD's btrfs pool, as LXD sizes one itself: a fifth of the
+// `free` bytes of its disk (-1: unknown), at least 5 GiB and at most 30 GiB, in whole GiB. The
+// file is sparse: a larger one would let sandboxes fill the host's disk.
+int64_t LxdPoolBytes(int64_t free);
 
 // Whether an init system manages services here (systemd as PID 1).
 bool HaveSystemd();

@@ -8,6 +8,7 @@
 
 #include "error.hpp"
 #include "fs.hpp"
+#include "host_setup.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -101,6 +102,18 @@ TEST_F(FakeLxc, ASnapshotStoppedByADeepPathSaysSoInAFewWords) {
               "cannot snapshot 'box': a path in it is longer than the 4096 bytes LXD can read on "
               "the host; no snapshot was kept");
   }
+}
+
+// The pool's loop file is sparse: sized as LXD sizes its own, never past what the disk can hold
+// a fifth of.
+TEST(LxdPool, AFifthOfTheFreeSpaceFiveTo30GiB) {
+  constexpr int64_t kGiB = 1024LL * 1024 * 1024;
+  EXPECT_EQ(LxdPoolBytes(100 * kGiB), 20 * kGiB);
+  EXPECT_EQ(LxdPoolBytes(57 * kGiB), 11 * kGiB);
+  EXPECT_EQ(LxdPoolBytes(10 * kGiB), 5 * kGiB);
+  EXPECT_EQ(LxdPoolBytes(0), 5 * kGiB);
+  EXPECT_EQ(LxdPoolBytes(1024 * kGiB), 30 * kGiB);
+  EXPECT_EQ(LxdPoolBytes(-1), 30 * kGiB);  // unknown: LXD's largest
 }
 
 TEST(LxdLimits, ProcessesAndOpenFilesBesideCpusAndMemory) {
