@@ -436,6 +436,21 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
   return ThenAlways(session, name_them);
 }
 
+// What the agent left in the copy without committing it stays there until `ss apply`: said as a
+// session ends, counted by git in the sandbox (its words are only counted, never shown).
+void SayUncommitted(SshConnection& conn, const CopySource& source) {
+  ExecOptions o;
+  o.max_output = 64 * 1024;
+  ExecResult st = conn.Exec(
+      {"git", "-C", CopyDir(source.name), "status", "--porcelain", "--untracked-files=all"}, o);
+  if (st.status != 0) return;
+  size_t files = std::count(st.out.begin(), st.out.end(), '\n');
+  if (files == 0) return;
+  Note(Cat("Not committed in the working copy: ", st.over_limit ? "more than " : "", files,
+           files == 1 ? " file" : " files", "; see them: ss diff ", source.word,
+           ", bring them: ss apply ", source.word));
+}
+
 // A session in a working copy: on its way out, for whatever reason, the commits made in the
 // copy's own repository come to the host's (git_layer.hpp), before an ephemeral sandbox goes.
 int FetchingCommits(Session& s, const CopySource& source, const std::function<int()>& session) {
@@ -449,10 +464,9 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
                  " once it runs"));
         return;
       }
-      for (const auto& line :
-           FetchLines(FetchGitLayer(*conn, s.config(), source, s.sandbox().name()))) {
-        Note(Cat("Fetched from the sandbox: ", line));
-      }
+      FetchReport report = FetchGitLayer(*conn, s.config(), source, s.sandbox().name());
+      for (const auto& line : FetchLines(report)) Note(Cat("Fetched from the sandbox: ", line));
+      if (report.repository) SayUncommitted(*conn, source);
     } catch (const Error& e) {
       Warn(Cat("the commits of the working copy of ", source.word, " were not fetched: ", e.what(),
                "; try again: ss fetch ", source.word));

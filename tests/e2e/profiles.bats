@@ -217,6 +217,7 @@ root-wrote
   run --separate-stderr ss . -- sh -c "
     echo agent > agent.txt && git add agent.txt &&
       git -c user.name=Agent -c user.email=a@example.test commit -qm 'by the agent'
+    echo wip > wip.txt
     git config core.fsmonitor 'touch $marker; false'
     printf '#!/bin/sh\ntouch $marker\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
     sudo -n sh -c 'findmnt -rn -o TARGET,SOURCE | grep -cF $dir' || true"
@@ -224,6 +225,9 @@ root-wrote
   assert_output "0"
   assert_equal "${stderr_lines[0]}" "$dir is a git repository: the agent works in a copy of it, and the folder is shared with nothing. Its commits come back when a session ends, other changes with ss diff and ss apply. To share it read-write instead: ss run $dir --no-copy"
   [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 1 commit (${start:0:7}.."* ]]
+  # What it did not commit stays in the copy, and the session says so.
+  assert_equal "${stderr_lines[-1]}" "Not committed in the working copy: 1 file; see them: ss diff $dir, bring them: ss apply $dir"
+  assert_file_not_exists "$dir/wip.txt"
   jq -e --arg p "$dir" '.folders[$p].mode == "copy"' "$SS_HOME/.ss/folders.json"
   # The commit and its file are the host's; nothing of the sandbox's git settings came.
   assert_equal "$(git -C "$dir" log -1 --format=%s)" "by the agent"
