@@ -531,23 +531,25 @@ void ChooseFolderMode(const AttachLine& o, Folder& folder) {
     }
     return;
   }
-  if (by_default && !o.no_mount) {
-    Note(Cat(folder.path,
-             " is a git repository: the agent works in a copy of it, and the folder is shared "
-             "with nothing. Its commits come back when a session ends, other changes with ss diff "
-             "and ss apply. To share it read-write instead: ss run ",
-             word, " --no-copy"));
-  }
   if (!o.sandbox.empty() || !o.profile.empty()) {
-    throw Error(
-        kExitUsage,
-        Cat("the folder ", folder.path, " is in copy mode: it opens in its own sandbox only"), {},
-        {Cat("leave out ", o.profile.empty() ? "--sandbox" : "--profile",
-             by_default ? ", or share it read-write there: --no-copy" : "")});
+    throw Error(kExitUsage,
+                Cat("the folder ", folder.path,
+                    by_default ? " is a git repository, in copy mode" : " is in copy mode",
+                    ": it opens in its own sandbox only"),
+                {},
+                {Cat("leave out ", o.profile.empty() ? "--sandbox" : "--profile",
+                     by_default ? ", or share it read-write there: --no-copy" : "")});
   }
   if (o.no_mount && !by_default) {
     throw Error(kExitUsage, "--no-mount shares no folder, and copy mode needs the folder's", {},
                 {"to work in no host folder: ss shell --no-mount, or ss run --no-mount"});
+  }
+  if (by_default && !o.no_mount) {
+    Note(Cat(folder.path,
+             " is a git repository: the agent works in a copy of it, the folder shared with "
+             "nothing."));
+    Note("Its commits come back when a session ends; other changes with ss diff and ss apply.");
+    Note(Cat("To share it read-write instead: ss run ", word, " --no-copy"));
   }
 }
 

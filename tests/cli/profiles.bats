@@ -224,8 +224,10 @@ hint: open the project in another sandbox: ss proj --sandbox NAME"
   # Chosen and said before the sandbox is made (none can run here), remembered.
   run --separate-stderr ss . -- true
   assert_equal "$status" 69
-  assert_equal "${stderr_lines[1]}" "ss: error: no sandbox backend can run on this machine"
-  assert_equal "${stderr_lines[0]}" "$HOME/code/repo is a git repository: the agent works in a copy of it, and the folder is shared with nothing. Its commits come back when a session ends, other changes with ss diff and ss apply. To share it read-write instead: ss run $HOME/code/repo --no-copy"
+  assert_equal "${stderr_lines[0]}" "$HOME/code/repo is a git repository: the agent works in a copy of it, the folder shared with nothing."
+  assert_equal "${stderr_lines[1]}" "Its commits come back when a session ends; other changes with ss diff and ss apply."
+  assert_equal "${stderr_lines[2]}" "To share it read-write instead: ss run $HOME/code/repo --no-copy"
+  assert_equal "${stderr_lines[3]}" "ss: error: no sandbox backend can run on this machine"
   assert_equal "$(jq -r --arg p "$HOME/code/repo" '.folders[$p].mode' "$SS_HOME/.ss/folders.json")" copy
   run --separate-stderr ss . -- true
   assert_equal "$status" 69
@@ -245,8 +247,8 @@ hint: open the project in another sandbox: ss proj --sandbox NAME"
   mkdir -p "$HOME/code/third" && git -C "$HOME/code/third" init -q
   run --separate-stderr ss run "$HOME/code/third" --sandbox other -- true
   assert_equal "$status" 64
-  assert_equal "${stderr_lines[1]}" "ss: error: the folder $HOME/code/third is in copy mode: it opens in its own sandbox only"
-  assert_equal "${stderr_lines[2]}" "hint: leave out --sandbox, or share it read-write there: --no-copy"
+  assert_equal "$stderr" "ss: error: the folder $HOME/code/third is a git repository, in copy mode: it opens in its own sandbox only
+hint: leave out --sandbox, or share it read-write there: --no-copy"
   mkdir -p "$HOME/code/fourth" && git -C "$HOME/code/fourth" init -q
   run --separate-stderr ss run "$HOME/code/fourth" --no-mount -- true
   assert_equal "$status" 69

@@ -223,7 +223,9 @@ root-wrote
     sudo -n sh -c 'findmnt -rn -o TARGET,SOURCE | grep -cF $dir' || true"
   assert_success
   assert_output "0"
-  assert_equal "${stderr_lines[0]}" "$dir is a git repository: the agent works in a copy of it, and the folder is shared with nothing. Its commits come back when a session ends, other changes with ss diff and ss apply. To share it read-write instead: ss run $dir --no-copy"
+  assert_equal "${stderr_lines[0]}" "$dir is a git repository: the agent works in a copy of it, the folder shared with nothing."
+  assert_equal "${stderr_lines[1]}" "Its commits come back when a session ends; other changes with ss diff and ss apply."
+  assert_equal "${stderr_lines[2]}" "To share it read-write instead: ss run $dir --no-copy"
   [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 1 commit (${start:0:7}.."* ]]
   # What it did not commit stays in the copy, and the session says so.
   assert_equal "${stderr_lines[-1]}" "Not committed in the working copy: 1 file; see them: ss diff $dir, bring them: ss apply $dir"
