@@ -394,16 +394,21 @@ int OpenSession(const AttachLine& o, Session& s, const std::string& title,
   return s.Interactive(agent, dir());
 }
 
-// Runs `session`, then `after` on its way out, however it ends.
-int ThenAlways(const std::function<int()>& session, const std::function<void()>& after) {
+// Runs `session`, then `after` on its way out, however it ends, unless the session never made its
+// sandbox (it could not start): such a sandbox wrote nothing and holds nothing to fetch.
+int ThenAlways(Session& s, const std::function<int()>& session,
+               const std::function<void()>& after) {
+  auto then = [&] {
+    if (SandboxExists(s.name())) after();
+  };
   int status = 0;
   try {
     status = session();
   } catch (...) {
-    after();
+    then();
     throw;
   }
-  after();
+  then();
   return status;
 }
 
@@ -420,7 +425,6 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
     since.tv_sec -= 1;
   }
   auto name_them = [&] {
-    if (!SandboxExists(s.name())) return;  // never made: it wrote nothing
     std::vector<HostExecChange> changed;
     try {
       changed = ChangedHostExec(host_dir, since, HostExecRules::From(s.config()));
@@ -433,7 +437,7 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
     for (const auto& c : changed) Note(Cat("  ", Printable(c.path), " (", c.what, ")"));
     Note("hint: read them before git, an editor or an agent opens the folder on the host");
   };
-  return ThenAlways(session, name_them);
+  return ThenAlways(s, session, name_them);
 }
 
 // What the agent left in the copy without committing it stays there until `ss apply`: said as a
@@ -455,7 +459,6 @@ void SayUncommitted(SshConnection& conn, const CopySource& source) {
 // copy's own repository come to the host's (git_layer.hpp), before an ephemeral sandbox goes.
 int FetchingCommits(Session& s, const CopySource& source, const std::function<int()>& session) {
   auto fetch = [&] {
-    if (!SandboxExists(s.name())) return;  // never made (the session could not start)
     try {
       std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
       if (!conn) {
@@ -472,7 +475,7 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
                "; try again: ss fetch ", source.word));
     }
   };
-  return ThenAlways(session, fetch);
+  return ThenAlways(s, session, fetch);
 }
 
 // A session in project `name` (none: the home directory), then what follows it however it
@@ -504,10 +507,12 @@ int OpenProject(const AttachLine& o) {
 // exposes.
 void ChooseFolderMode(const AttachLine& o, Folder& folder) {
   std::string word = ShellQuote(folder.path);
-  auto known = KnownSandboxes();
-  bool made = std::find(known.begin(), known.end(), folder.sandbox) != known.end();
+  auto made = [&] {
+    auto known = KnownSandboxes();
+    return std::find(known.begin(), known.end(), folder.sandbox) != known.end();
+  };
   if (o.copy && *o.copy != folder.copy) {
-    if (made) {
+    if (made()) {
       throw Error(
           kExitUsage,
           Cat("the folder ", folder.path, " is open ", folder.copy ? "in copy mode" : "read-write",
@@ -526,7 +531,7 @@ void ChooseFolderMode(const AttachLine& o, Folder& folder) {
       Warn(Cat(folder.path,
                " is a git repository shared read-write: the sandbox can change its .git (hooks, "
                "settings), which git on this machine obeys; to keep it out of reach: ",
-               made ? Cat("ss vm delete --sandbox ", folder.sandbox, ", then ") : "", "ss run ",
+               made() ? Cat("ss vm delete --sandbox ", folder.sandbox, ", then ") : "", "ss run ",
                word, " --copy"));
     }
     return;
