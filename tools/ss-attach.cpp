@@ -18,6 +18,7 @@
 #include "error.hpp"
 #include "folders.hpp"
 #include "git_layer.hpp"
+#include "held_repository.hpp"
 #include "host_exec.hpp"
 #include "menu.hpp"
 #include "net_inject.hpp"
@@ -88,9 +89,22 @@ class Session {
         PrepareWorkingCopy(Connect(), config_, ProjectCopy(config_, project), name_);
         return CopyDir(project);
       }
-      PlaceProject(config_, project);
+      HoldRepositoryOf(project, PlaceProject(config_, project));
     }
     return ProjectDir(project);
+  }
+
+  // A shared project's repository stays on the host (held_repository.hpp); the sandbox has one of
+  // its own, brought up to the host's branches before the session.
+  void HoldRepositoryOf(const std::string& project, const std::string& dir) {
+    HoldAllRepositories();
+    Holding h = HoldRepository(dir, project, false);
+    for (const auto& line : h.said) Warn(Cat("project '", project, "': ", line));
+    if (h.state == Holding::State::kLeft) {
+      Warn(Cat("the repository of project '", project, "' stays in its folder, where the sandbox ",
+               "can change it: ", h.why));
+    }
+    if (h.state == Holding::State::kHeld) RefreshSandboxRepository(Connect(), project);
   }
 
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
@@ -467,7 +481,7 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
                  " once it runs"));
         return;
       }
-      FetchReport report = FetchGitLayer(*conn, s.config(), source, s.sandbox().name());
+      FetchReport report = FetchGitLayer(*conn, s.config(), CopyLayer(source), s.sandbox().name());
       for (const auto& line : FetchLines(report)) Note(Cat("Fetched from the sandbox: ", line));
       if (report.repository) SayUncommitted(*conn, source);
     } catch (const Error& e) {
@@ -478,15 +492,45 @@ int FetchingCommits(Session& s, const CopySource& source, const std::function<in
   return ThenAlways(s, session, fetch);
 }
 
+// A session in shared project `name` (its folder `dir`): on its way out, its .git file is put
+// back if the sandbox changed it, and the commits of the sandbox's repository of it come to the
+// host's (held_repository.hpp).
+int FetchingSharedCommits(Session& s, const std::string& name, const std::string& dir,
+                          const std::function<int()>& session) {
+  auto fetch = [&] {
+    try {
+      Holding h = HoldRepository(dir, name, false);
+      for (const auto& line : h.said) Warn(Cat("project '", name, "': ", line));
+      if (h.state != Holding::State::kHeld) return;
+      std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
+      if (!conn) {
+        Warn(Cat("the commits of project '", name, "' were not fetched: sandbox '",
+                 s.sandbox().name(), "' cannot be reached; they stay there: ss fetch ", name,
+                 " once it runs"));
+        return;
+      }
+      FetchReport report =
+          FetchGitLayer(*conn, s.config(), SharedLayer(name, dir), s.sandbox().name());
+      for (const auto& line : FetchLines(report)) Note(Cat("Fetched from the sandbox: ", line));
+    } catch (const Error& e) {
+      Warn(Cat("the commits of project '", name, "' were not fetched: ", e.what(),
+               "; try again: ss fetch ", name));
+    }
+  };
+  return ThenAlways(s, session, fetch);
+}
+
 // A session in project `name` (none: the home directory), then what follows it however it
-// ends: a working copy's commits come to the host; a shared project's changes to files the host
-// runs or obeys are named.
+// ends: a working copy's commits come to the host; a shared project's too, and its changes to
+// files the host runs or obeys are named.
 int InProject(Session& s, const std::string& name, const std::function<int()>& session) {
   if (name.empty()) return session();
   if (IsCopyMode(s.config(), name)) {
     return FetchingCommits(s, ProjectCopy(s.config(), name), session);
   }
-  return NamingHostExecChanges(s, PlaceProject(s.config(), name), session);
+  std::string dir = PlaceProject(s.config(), name);
+  return NamingHostExecChanges(s, dir,
+                               [&] { return FetchingSharedCommits(s, name, dir, session); });
 }
 
 int OpenProject(const AttachLine& o) {

@@ -12,6 +12,7 @@
 #include "folders.hpp"
 #include "fs.hpp"
 #include "github.hpp"
+#include "held_repository.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -68,7 +69,17 @@ void WarnIfCommandName(const std::string& name) {
 GitHubRepo CreateWhereLoggedIn(const Project& p, bool is_private) {
   if (auto in_sandbox = SandboxRunner::IfRunning(p.name)) {
     try {
-      return CreateGitHubRepo(*in_sandbox, p.name, is_private);
+      GitHubRepo repo = CreateGitHubRepo(*in_sandbox, p.name, is_private);
+      // gh gave the sandbox's repository its remote; the host's held one gets the same.
+      if (HeldGitDirOf(p.path)) {
+        ProcessResult url = in_sandbox->Run({"git", "remote", "get-url", "origin"});
+        if (!url.ok() || !AddHeldRemote(p.name, "origin", std::string(Trim(url.out)))) {
+          Warn(Cat("the host's repository of '", p.name,
+                   "' has no remote 'origin' yet; add it: git -C ", ShellQuote(p.path),
+                   " remote add origin ", repo.url, ".git"));
+        }
+      }
+      return repo;
     } catch (const Error& e) {
       if (e.code() != kExitUnavailable) throw;  // gh there, logged in, and GitHub said no
       Debug(Cat("gh ", in_sandbox->Where(), ": ", e.what(), "; trying on the host"));
@@ -211,6 +222,12 @@ int Show(const ProjectLine& o) {
             << "Last accessed:  " << FormatRfc3339(m.last_accessed) << " ("
             << FormatAgo(m.last_accessed, now) << ")\n"
             << "Size:           " << SizeText(size) << "\n"
+            << "Repository:     "
+            << (HeldGitDirOf(p.path)
+                    ? Cat(DisplayPath(*HeldGitDirOf(p.path)), " (out of the sandbox's reach)")
+                : IsCheckout(p.path) ? Cat(DisplayPath(p.path), "/.git")
+                                     : std::string("none"))
+            << "\n"
             << "GitHub:         "
             << (m.github_repo.empty() ? "none" : Cat("https://github.com/", m.github_repo)) << "\n";
   return 0;
@@ -237,6 +254,9 @@ int Delete(const ProjectLine& o) {
   std::vector<WorkingCopyFound> copies;
   if (IsCopyMode(config, o.name)) copies = FindWorkingCopies(config, o.name, o.force);
   std::string question = Cat("Delete '", o.name, "'? This cannot be undone.");
+  if (IsDirectory(HeldRepositoryDir(o.name))) {
+    question += Cat(" Its repository, ", DisplayPath(HeldRepositoryDir(o.name)), ", goes too.");
+  }
   for (const auto& c : copies) {
     question +=
         c.unapplied > 0

@@ -8,6 +8,7 @@
 #include "error.hpp"
 #include "folders.hpp"
 #include "git_layer.hpp"
+#include "held_repository.hpp"
 #include "host_exec.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
@@ -153,15 +154,15 @@ int ReportRefused(const std::vector<Refusal>& refused, std::string_view fate) {
   return kExitFailure;
 }
 
-int Fetch(const SyncLine& o, const Config& config) {
-  Target t = RequireCopy(o, config, "fetch");
-  Connection c(o, config, t.sandbox, IfMissing::kRefuse);
-  PrepareWorkingCopy(c.Get(), config, t.source, c.sandbox().name());
-  FetchReport r = FetchGitLayer(c.Get(), config, t.source, c.sandbox().name());
+// What a fetch did: a FetchReport document, or a line per branch. `name` is the project's or
+// the folder's layout name, `folder` the folder's path (empty for a project), `what` the place
+// the commits came from ("the working copy of x").
+int ReportFetch(const SyncLine& o, const FetchReport& r, const std::string& name,
+                const std::string& folder, const std::string& what) {
   if (o.json) {
     Json doc = JsonDocument("FetchReport");
-    doc["project"] = t.source.name;
-    doc["folder"] = t.source.folder() ? Json(t.source.host_dir) : Json();
+    doc["project"] = name;
+    doc["folder"] = folder.empty() ? Json() : Json(folder);
     doc["repository"] = r.repository;
     doc["branches"] = Json::array();
     for (const auto& b : r.branches) {
@@ -180,19 +181,51 @@ int Fetch(const SyncLine& o, const Config& config) {
     PrintJson(doc);
     return 0;
   }
-  const std::string& word = t.source.word;
   if (!r.repository) {
-    std::cout << "Nothing to fetch: the working copy of " << word
-              << " has no repository of its own.\n";
+    std::cout << "Nothing to fetch: " << what << " has no repository of its own.\n";
     return 0;
   }
   std::vector<std::string> lines = FetchLines(r);
   if (lines.empty()) {
-    std::cout << "Nothing to fetch: the host has every commit of the working copy of " << word
-              << ".\n";
+    std::cout << "Nothing to fetch: the host has every commit of " << what << ".\n";
   }
   for (const auto& line : lines) std::cout << line << "\n";
   return 0;
+}
+
+// ss fetch of a shared project: the commits of the sandbox's own repository of it, whose
+// .git file is put back first if the sandbox changed it (held_repository.hpp).
+int FetchShared(const SyncLine& o, const Config& config, const std::string& project) {
+  std::string dir = PlaceProject(config, project);
+  HoldAllRepositories();
+  Holding h = HoldRepository(dir, project, false);
+  for (const auto& line : h.said) Warn(Cat("project '", project, "': ", line));
+  if (h.state != Holding::State::kHeld) {
+    throw Error(
+        kExitUsage,
+        Cat("project '", project, "' has ",
+            h.state == Holding::State::kNone ? "no repository" : "its repository in its folder",
+            ": the sandbox commits there itself"),
+        h.why.empty() ? std::vector<std::string>{} : std::vector<std::string>{h.why});
+  }
+  Connection c(o, config, ResolveSandboxName(o.sandbox), IfMissing::kRefuse);
+  LayerPlace place = SharedLayer(project, dir);
+  FetchReport r = FetchGitLayer(c.Get(), config, place, c.sandbox().name());
+  return ReportFetch(o, r, project, "", place.what);
+}
+
+int Fetch(const SyncLine& o, const Config& config) {
+  std::string word = !o.args.empty() ? o.args[0] : o.project;
+  if (!IsFolderWord(word) && !(word.empty() && ProjectOfCwd().empty())) {
+    std::string project = RequireProject(word, "fetch");
+    if (!IsCopyMode(config, project)) return FetchShared(o, config, project);
+  }
+  Target t = RequireCopy(o, config, "fetch");
+  Connection c(o, config, t.sandbox, IfMissing::kRefuse);
+  PrepareWorkingCopy(c.Get(), config, t.source, c.sandbox().name());
+  LayerPlace place = CopyLayer(t.source);
+  FetchReport r = FetchGitLayer(c.Get(), config, place, c.sandbox().name());
+  return ReportFetch(o, r, t.source.name, t.source.folder() ? t.source.host_dir : "", place.what);
 }
 
 int Sync(const SyncLine& o, const Config& config) {

@@ -33,10 +33,11 @@ const CommandTable& SyncCommands() {
            {.name = "fetch",
             .args = "[PROJECT]",
             .max_args = 1,
-            .help = "bring the commits made in the copy's own repository to the host's, as "
-                    "objects and refs: each branch fast-forwarded when the host's has not moved, "
-                    "else left in sandbox/BRANCH (also done when a session in the copy ends)",
-            .summary = "bring the copy's commits to the host repository"},
+            .help = "bring the commits made in the copy's own repository (or, for a shared "
+                    "project, the sandbox's own repository of it) to the host's, as objects and "
+                    "refs: each branch fast-forwarded when the host's has not moved, else left "
+                    "in sandbox/BRANCH (also done when a session in the project ends)",
+            .summary = "bring the sandbox's commits to the host repository"},
            {.name = "push",
             .args = "LOCAL REMOTE",
             .min_args = 2,

@@ -54,6 +54,7 @@ std::string SsHome() {
 std::string ConfigPath() { return SsHome() + "/config.yaml"; }
 std::string ProjectsDir() { return SsHome() + "/projects"; }
 std::string CopyProjectsDir() { return SsHome() + "/copy-projects"; }
+std::string RepositoriesDir() { return SsHome() + "/repositories"; }
 std::string StateDir() { return SsHome() + "/.ss"; }
 
 std::string CacheDir() {
@@ -124,6 +125,7 @@ std::string EnsureHomeDir(std::string dir, mode_t mode) {
 
 std::string EnsureProjectsDir() { return EnsureHomeDir(ProjectsDir(), 0755); }
 std::string EnsureCopyProjectsDir() { return EnsureHomeDir(CopyProjectsDir(), 0700); }
+std::string EnsureRepositoriesDir() { return EnsureHomeDir(RepositoriesDir(), 0700); }
 
 Owner ProjectsIds() {
   struct stat st;

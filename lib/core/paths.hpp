@@ -1,6 +1,7 @@
 // Where ss keeps things.
 //
-//   $SS_HOME (default ~/super-sandbox)   the user's: config.yaml, projects/
+//   $SS_HOME (default ~/super-sandbox)   the user's: config.yaml, projects/, copy-projects/,
+//                                          repositories/
 //   $SS_HOME/.ss/                         ss's own state: keys, known_hosts, sandboxes/<name>/
 //   $SS_CACHE (default $XDG_CACHE_HOME/ss or ~/.cache/ss)   built images, reusable, deletable;
 //                                          spool/: what a sandbox sends, while it is checked
@@ -19,6 +20,9 @@ std::string ConfigPath();
 std::string ProjectsDir();
 // Copy-mode projects ($SS_HOME/copy-projects): beside the projects folder, never shared.
 std::string CopyProjectsDir();
+// The repositories of shared projects ($SS_HOME/repositories): beside the projects folder, never
+// shared (held_repository.hpp).
+std::string RepositoriesDir();
 std::string StateDir();
 std::string CacheDir();
 std::string RuntimeDir();  // created 0700 on first use
@@ -38,6 +42,7 @@ Owner ProjectsOwner();
 // can make setuid files in the projects, which no other account of this host may reach.
 std::string EnsureProjectsDir();
 std::string EnsureCopyProjectsDir();  // made 0700 when missing
+std::string EnsureRepositoriesDir();  // made 0700 when missing
 // Makes `path` (and its missing parents, 0755) with `mode`, given to ProjectsOwner() when root
 // makes it: folders ss makes in the user's home under sudo are the user's.
 void MakeOwnedDir(const std::string& path, mode_t mode);

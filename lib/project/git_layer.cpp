@@ -21,6 +21,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "held_repository.hpp"
 #include "host_exec.hpp"
 #include "paths.hpp"
 #include "platform.hpp"
@@ -50,6 +51,9 @@ std::vector<std::string> GitArgv(const std::string& dir, std::vector<std::string
   if (::stat(dir.c_str(), &st) == 0 && st.st_uid != ::geteuid()) {
     args.insert(args.begin(), {"-c", Cat("safe.directory=", dir)});
   }
+  // A held repository is named, never found through the .git file the sandbox can write.
+  if (auto held = HeldGitDirOf(dir))
+    args.insert(args.begin(), {"--git-dir", *held, "--work-tree", dir});
   args.insert(args.begin(), {"git", "-C", dir});
   return args;
 }
@@ -92,12 +96,20 @@ std::string ExtWord(std::string_view word) {
   return out;
 }
 
-bool IsCopyPath(const std::string& path) {
-  std::string root = Dirname(CopyDir("x")) + "/";
-  if (path.rfind(root, 0) != 0) return false;
-  std::string name = path.substr(root.size());
-  return !name.empty() &&
-         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+// The repository of a working copy (~/copy-projects/NAME/.git) or of a held shared project
+// (~/repositories/NAME), and nothing else.
+bool IsLayerPath(const std::string& path) {
+  auto named = [&](const std::string& root, const std::string& tail) {
+    if (path.rfind(root, 0) != 0 || path.size() < root.size() + tail.size() ||
+        path.compare(path.size() - tail.size(), tail.size(), tail) != 0) {
+      return false;
+    }
+    std::string name = path.substr(root.size(), path.size() - root.size() - tail.size());
+    return !name.empty() &&
+           name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+  };
+  return named(Dirname(CopyDir("x")) + "/", "/.git") ||
+         named(Dirname(SandboxRepositoryDir("x")) + "/", "");
 }
 
 // Whether checking out `path` (new to git) would replace something of the user's: the path
@@ -187,7 +199,7 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
 bool SeedGitLayer(SshConnection& conn, const Config& config, const CopySource& source) {
   std::vector<std::string> excludes = SyncExcludes(config);
   if (std::find(excludes.begin(), excludes.end(), ".git") == excludes.end()) return false;
-  if (!IsDirectory(source.host_dir + "/.git")) return false;
+  if (!IsCheckout(source.host_dir)) return false;
   if (Git(source.host_dir, {"for-each-ref", "--count=1", "refs/heads", "refs/tags"})
           .value_or("")
           .empty()) {
@@ -218,19 +230,28 @@ bool SeedGitLayer(SshConnection& conn, const Config& config, const CopySource& s
   return true;
 }
 
-FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopySource& source,
+LayerPlace CopyLayer(const CopySource& source) {
+  return {source.host_dir, CopyDir(source.name) + "/.git", Cat("the working copy of ", source.word),
+          false};
+}
+
+LayerPlace SharedLayer(const std::string& project, const std::string& host_dir) {
+  return {host_dir, SandboxRepositoryDir(project),
+          Cat("the sandbox's repository of '", project, "'"), true};
+}
+
+FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const LayerPlace& place,
                           const std::string& sandbox) {
   FetchReport report;
-  std::string copy = CopyDir(source.name);
-  ExecResult has = conn.Exec({"test", "-d", copy + "/.git"});
+  ExecResult has = conn.Exec({"test", "-d", place.sandbox_git});
   if (has.status == 1) return report;
   if (has.status != 0) {
-    throw Error(kExitRemote, Cat("cannot tell whether the working copy of ", source.word,
+    throw Error(kExitRemote, Cat("cannot tell whether ", place.what,
                                  " has a repository (exit status ", has.status, ")"));
   }
   report.repository = true;
-  const std::string& dir = source.host_dir;
-  if (!IsDirectory(dir + "/.git")) {
+  const std::string& dir = place.host_dir;
+  if (!IsCheckout(dir)) {
     throw Error(kExitNoInput,
                 Cat(DisplayPath(dir),
                     " is not a git repository: the sandbox's "
@@ -238,24 +259,42 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
                 {}, {Cat("make it one first: git -C ", ShellQuote(dir), " init")});
   }
   std::string url = Cat("ext::", ExtWord(ExecutableDir() + "/ss-sync"), " --git-transport %S ",
-                        ExtWord(sandbox), " ", ExtWord(copy));
+                        ExtWord(sandbox), " ", ExtWord(place.sandbox_git));
   // What the sandbox gave before: a commit it no longer has (rewritten, or its repository made
   // again) is not dropped with its ref.
   std::string given =
       Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", kSandboxRefs}).value_or("");
-  ProcessResult fetched = Run(GitArgv(
-      dir, {"-c", "protocol.ext.allow=always", "-c", "fetch.fsckObjects=true", "-c",
-            "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-            "--prune", url, Cat("+refs/heads/*:", kSandboxRefs, "*"),
-            // (a branch called HEAD would make "sandbox" itself name the sandbox's choice)
-            "^refs/heads/HEAD"}));
-  GiveBack(dir, dir + "/.git");
-  if (!fetched.ok()) {
+  // Its branches as it lists them, over the connection already open: the same as the last fetch
+  // took, there is nothing to fetch (the fetch itself opens a connection of its own). What it
+  // says is only compared: anything else, and the fetch decides.
+  ExecOptions ask;
+  ask.max_output = 1 << 20;
+  ExecResult listed = conn.Exec({"git", "--git-dir", place.sandbox_git, "for-each-ref",
+                                 "--format=%(refname)%09%(objectname)", "refs/heads/"},
+                                ask);
+  std::string theirs;
+  for (const auto& line : SplitLines(listed.out)) {
+    if (line.rfind("refs/heads/", 0) != 0 || line.rfind("refs/heads/HEAD\t", 0) == 0) continue;
+    theirs += Cat(kSandboxRefs, line.substr(11), "\n");
+  }
+  bool same = listed.status == 0 && !listed.over_limit && theirs == given;
+  ProcessResult fetched;
+  if (!same) {
+    fetched = Run(GitArgv(
+        dir, {"-c", "protocol.ext.allow=always", "-c", "fetch.fsckObjects=true", "-c",
+              "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+              "--prune", url, Cat("+refs/heads/*:", kSandboxRefs, "*"),
+              // (a branch called HEAD would make "sandbox" itself name the sandbox's choice)
+              "^refs/heads/HEAD"}));
+  }
+  std::string git_dir = GitDirOf(dir);
+  GiveBack(dir, git_dir);
+  if (!same && !fetched.ok()) {
     std::vector<std::string> details;
     for (const auto& line : SplitLines(fetched.err)) details.push_back(Printable(line));
     if (details.size() > 20) details.erase(details.begin(), details.end() - 20);
-    throw Error(kExitRemote, Cat("cannot fetch the commits of the working copy of ", source.word),
-                details, {"the host's branches are as they were"});
+    throw Error(kExitRemote, Cat("cannot fetch the commits of ", place.what), details,
+                {"the host's branches are as they were"});
   }
   for (const auto& line : SplitLines(given)) {
     auto tab = line.find('\t');
@@ -320,7 +359,8 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
                   " is checked out in another worktree of the host's; there: git merge "
                   "--ff-only ",
                   shown);
-    } else if ((why = WhyNotMove(dir, b.from, b.to, current == branch, rules, max_size, shown))) {
+    } else if ((why = WhyNotMove(dir, b.from, b.to, current == branch && !place.shared, rules,
+                                 max_size, shown))) {
       b.outcome = FetchedBranch::Outcome::kKept;
       b.why = *why;
     } else if (current != branch) {
@@ -329,7 +369,22 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
                        .has_value();
       b.outcome = moved ? FetchedBranch::Outcome::kFastForwarded : FetchedBranch::Outcome::kKept;
       if (!moved) b.why = Cat("the host's ", b.name, " moved meanwhile; git merge ", shown);
-      GiveBack(dir, dir + "/.git");
+      GiveBack(dir, git_dir);
+    } else if (place.shared) {
+      // The files are there already: the branch moves, and the index with it.
+      if (!Git(dir, {"diff", "--cached", "--quiet"})) {
+        b.outcome = FetchedBranch::Outcome::kKept;
+        b.why = Cat(b.name, " is checked out with changes staged; commit or unstage them, then: ",
+                    "git merge --ff-only ", shown);
+      } else if (Git(dir, {"update-ref", "-m", "ss fetch: fast-forward from the sandbox", branch,
+                           b.to, b.from}) &&
+                 Git(dir, {"reset", "-q"})) {
+        b.outcome = FetchedBranch::Outcome::kFastForwarded;
+      } else {
+        b.outcome = FetchedBranch::Outcome::kKept;
+        b.why = Cat("the host's ", b.name, " moved meanwhile; git merge ", shown);
+      }
+      GiveBack(dir, git_dir);
     } else if (!Git(dir, {"status", "--porcelain", "--untracked-files=no"}).value_or("?").empty()) {
       b.outcome = FetchedBranch::Outcome::kKept;
       b.why = Cat(b.name,
@@ -450,14 +505,16 @@ std::string Relay(int in) {
 
 int RunGitTransport(const std::vector<std::string>& args) {
   if (args.size() != 3 || args[0] != "git-upload-pack") {
-    std::cerr << "ss-sync: --git-transport serves git-upload-pack of a working copy only\n";
+    std::cerr << "ss-sync: --git-transport serves git-upload-pack of a sandbox's repository "
+                 "only\n";
     return kExitUsage;
   }
   const std::string& name = args[1];
   const std::string& path = args[2];
   ValidateSandboxName(name);
-  if (!IsCopyPath(path)) {
-    std::cerr << "ss-sync: --git-transport: " << Printable(path) << " is not a working copy\n";
+  if (!IsLayerPath(path)) {
+    std::cerr << "ss-sync: --git-transport: " << Printable(path)
+              << " is not a sandbox's repository of a project\n";
     return kExitUsage;
   }
   Config config = Config::Load();
@@ -496,7 +553,7 @@ int RunGitTransport(const std::vector<std::string>& args) {
   int status = 255;
   std::optional<Error> failed;
   try {
-    status = conn->ExecStream({"git-upload-pack", "--strict", path + "/.git"}, so);
+    status = conn->ExecStream({"git-upload-pack", "--strict", path}, so);
   } catch (const Error& e) {
     failed = e;
   }

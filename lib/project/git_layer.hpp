@@ -54,10 +54,22 @@ struct FetchReport {
   std::vector<FetchedBranch> branches;  // those with commits the host lacked
 };
 
-// ss fetch: the copy's commits into the host folder's repository, as above. Throws ss::Error
-// (66) when the host folder is not a git repository, 255 when the fetch fails (the sandbox's
-// fault: git's words, made printable, and no branch of the host's moved).
-FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopySource& source,
+// Where a sandbox's repository of its own is, and the host checkout its commits go to.
+struct LayerPlace {
+  std::string host_dir;     // the host's checkout
+  std::string sandbox_git;  // the sandbox's git directory
+  std::string what;         // "the working copy of X", "the sandbox's repository of 'P'"
+  // The checkout is the sandbox's files too (a shared project, held_repository.hpp): moving its
+  // branch writes nothing there; the index follows, when nothing is staged.
+  bool shared = false;
+};
+LayerPlace CopyLayer(const CopySource& source);
+LayerPlace SharedLayer(const std::string& project, const std::string& host_dir);
+
+// ss fetch: the sandbox's commits into the host folder's repository, as above. Throws
+// ss::Error (66) when the host folder is not a git repository, 255 when the fetch fails (the
+// sandbox's fault: git's words, made printable, and no branch of the host's moved).
+FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const LayerPlace& place,
                           const std::string& sandbox);
 
 // What a fetch did, one line per branch ("main: fast-forwarded by 3 commits (1a2b3c4..5d6e7f8)");
@@ -65,8 +77,8 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const CopyS
 std::vector<std::string> FetchLines(const FetchReport& report);
 
 // The sandbox side of that fetch, run by git as its ext:: transport: `ss-sync --git-transport
-// SERVICE SANDBOX PATH`. Only git-upload-pack of the copy of a project or folder; stdin and
-// stdout are git's. Returns upload-pack's exit status.
+// SERVICE SANDBOX GITDIR`. Only git-upload-pack of the repository of a working copy or of a
+// held shared project; stdin and stdout are git's. Returns upload-pack's exit status.
 int RunGitTransport(const std::vector<std::string>& args);
 
 }  // namespace ss

@@ -19,6 +19,7 @@
 #include "fd.hpp"
 #include "fs.hpp"
 #include "fs_at.hpp"
+#include "held_repository.hpp"
 #include "host_commands.hpp"
 #include "json_out.hpp"
 #include "paths.hpp"
@@ -217,17 +218,6 @@ ProjectMetadata EstimateMetadata(int project_fd, const MetadataRead& read) {
 // ---------------------------------------------------------------------------------------------
 // Git
 
-std::vector<std::string> GitEnvToUnset() {
-  return {"GIT_DIR",
-          "GIT_WORK_TREE",
-          "GIT_INDEX_FILE",
-          "GIT_COMMON_DIR",
-          "GIT_OBJECT_DIRECTORY",
-          "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-          "GIT_NAMESPACE",
-          "GIT_PREFIX"};
-}
-
 bool EnvSet(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0';
@@ -339,6 +329,17 @@ Error NotAProjectError(const std::string& name, const std::string& path, OpenRes
 }
 
 }  // namespace
+
+std::vector<std::string> GitEnvToUnset() {
+  return {"GIT_DIR",
+          "GIT_WORK_TREE",
+          "GIT_INDEX_FILE",
+          "GIT_COMMON_DIR",
+          "GIT_OBJECT_DIRECTORY",
+          "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+          "GIT_NAMESPACE",
+          "GIT_PREFIX"};
+}
 
 // ---------------------------------------------------------------------------------------------
 // Names
@@ -791,6 +792,8 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     ::fsync(tmp.get());
     if (!RenameNoReplace(base.get(), tmp_name, name)) throw AlreadyExistsError(name);
     ::fsync(base.get());
+    // Shared from now on: its repository goes out of the sandbox's reach at once.
+    if (base_dir == ProjectsDir()) HoldRepository(path, name, true);
     Project project;
     project.name = name;
     project.path = path;
@@ -844,8 +847,10 @@ Project ProjectStore::Delete(std::string_view name_view) {
     }
     if (!moved) continue;
     ::fsync(base.get());
-    // Gone from the list now; the files follow, under our lock on the folder.
+    // Gone from the list now; the files follow, under our lock on the folder, and its held
+    // repository with them.
     RemoveDirAt(base.get(), trash, base_dir);
+    if (base_dir == ProjectsDir() || base_dir == CopyProjectsDir()) RemoveHeldRepository(name);
     return project;
   }
   throw NotFoundError(name);

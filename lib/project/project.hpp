@@ -71,6 +71,10 @@ std::optional<ProjectMetadata> ParseMetadata(std::string_view text, std::string*
 // "owner/name" from a GitHub remote URL (https, ssh or scp-like), else empty.
 std::string GitHubRepoFromUrl(std::string_view url);
 
+// The variables that would point git elsewhere than the folder it is run in (GIT_DIR...): unset
+// for every git ss runs on the host.
+std::vector<std::string> GitEnvToUnset();
+
 class ProjectStore {
  public:
   // Projects live in ProjectsDir(), shared with sandboxes, and copy-mode projects in

@@ -1,7 +1,9 @@
 #include "sandbox_runner.hpp"
 
 #include "config.hpp"
+#include "held_repository.hpp"
 #include "output.hpp"
+#include "paths.hpp"
 #include "resources.hpp"
 #include "sandbox.hpp"
 #include "strings.hpp"
@@ -31,6 +33,8 @@ std::unique_ptr<SandboxRunner> SandboxRunner::IfRunning(const std::string& proje
     if (!sandbox.exists()) return nullptr;
     auto conn = sandbox.TryConnect();
     if (!conn) return nullptr;
+    // A held repository's checkout leads to the sandbox's own repository: made first.
+    if (HeldGitDirOf(Cat(ProjectsDir(), "/", project))) RefreshSandboxRepository(*conn, project);
     return std::make_unique<SandboxRunner>(std::move(conn), sandbox.name(), project);
   } catch (const Error& e) {
     Debug(Cat("gh: not in the sandbox: ", e.what()));

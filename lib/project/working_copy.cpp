@@ -19,6 +19,7 @@
 #include "fs.hpp"
 #include "fs_at.hpp"
 #include "git_layer.hpp"
+#include "held_repository.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "platform.hpp"
@@ -75,6 +76,10 @@ std::string PlaceProject(const Config& config, const std::string& project) {
                   "' out of the folder sandboxes share (copy mode): ", DisplayPath(want))
             : Cat("Moved project '", project,
                   "' into the folder sandboxes share (shared mode): ", DisplayPath(want)));
+  if (!copy) {
+    Holding h = HoldRepository(want, project, true);
+    for (const auto& line : h.said) Note(Cat("Project '", project, "': ", line));
+  }
   return want;
 }
 

@@ -523,8 +523,9 @@ hint: see 'ss list --help'"
   assert_line --index 3 --regexp '^Created:        2025-01-15T10:30:00Z \([0-9]+ (months|years?) ago\)$'
   assert_line --index 4 "Last accessed:  $accessed (2 hours ago)"
   assert_line --index 5 "Size:           145 MB"
-  assert_line --index 6 "GitHub:         https://github.com/octo/my-app"
-  assert_equal "${#lines[@]}" 7
+  assert_line --index 6 "Repository:     ~/super-sandbox/repositories/my-app (out of the sandbox's reach)"
+  assert_line --index 7 "GitHub:         https://github.com/octo/my-app"
+  assert_equal "${#lines[@]}" 8
   run --separate-stderr ss project show my-app --json
   assert_success
   echo "$output" | jq -e --arg p "$P" --arg a "$accessed" '
@@ -577,25 +578,26 @@ hint: to delete it without asking, run: ss delete experiments --yes"
   ss new experiments >/dev/null
   run on_tty --answer y ss delete experiments
   assert_success
-  assert_output "Delete 'experiments'? This cannot be undone. [y/N]: Deleted: experiments"
+  assert_output "Delete 'experiments'? This cannot be undone. Its repository, ~/super-sandbox/repositories/experiments, goes too. [y/N]: Deleted: experiments"
   assert_equal "$(ls -A "$P")" ""
+  assert_equal "$(ls -A "$SS_HOME/repositories")" ""
   for answer in YES " yes "; do
     ss new experiments >/dev/null
     run on_tty --answer "$answer" ss delete experiments
     assert_success
-    assert_output "Delete 'experiments'? This cannot be undone. [y/N]: Deleted: experiments"
+    assert_output "Delete 'experiments'? This cannot be undone. Its repository, ~/super-sandbox/repositories/experiments, goes too. [y/N]: Deleted: experiments"
   done
   ss new experiments >/dev/null
   for answer in n no "" "yes please" "Y E S"; do
     run on_tty --answer "$answer" ss delete experiments
     assert_equal "$status" 1
-    assert_output "Delete 'experiments'? This cannot be undone. [y/N]: Not deleted: experiments"
+    assert_output "Delete 'experiments'? This cannot be undone. Its repository, ~/super-sandbox/repositories/experiments, goes too. [y/N]: Not deleted: experiments"
     assert_dir_exists "$P/experiments"
   done
   # End of input (Ctrl-D) keeps it too.
   run on_tty ss delete experiments
   assert_equal "$status" 1
-  assert_output "Delete 'experiments'? This cannot be undone. [y/N]: 
+  assert_output "Delete 'experiments'? This cannot be undone. Its repository, ~/super-sandbox/repositories/experiments, goes too. [y/N]: 
 Not deleted: experiments"
   assert_dir_exists "$P/experiments"
 }

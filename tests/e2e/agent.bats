@@ -5,6 +5,7 @@
 # final message). The API key is injected by ss-net: the stand-in sees the real one, the sandbox
 # only a placeholder. The project is in working-copy mode: the agent's commit reaches the host as
 # objects and refs, fetched when the session ends, never by running anything of the sandbox's.
+# A shared project too: its repository stays on the host, the sandbox commits in one of its own.
 
 load helpers
 
@@ -64,4 +65,23 @@ setup() {
   run ss exec ag-app -- printenv ANTHROPIC_API_KEY
   assert_success
   [[ "$output" == ss-placeholder-* ]]
+}
+
+@test "claude commits in a shared project: the commit reaches the host's repository, which the sandbox never had" {
+  ss new ag-shared >/dev/null
+  S="$SS_HOME/projects/ag-shared"
+  printf '%s\n' "printf 'shared by the agent\n' > agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=agent@example.test commit -q -m 'agent: add agent.txt'" \
+    >"$FI_DIR/messages.command"
+  start=$(git -C "$S" rev-parse HEAD)
+  run --separate-stderr ss claude-run ag-shared 'add agent.txt and commit it'
+  assert_success
+  assert_output "Done."
+  [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 1 commit (${start:0:7}.."* ]] || { echo "$stderr"; false; }
+  # The host's branch and index moved to the agent's commit; its repository stayed on the host.
+  assert_equal "$(git -C "$S" log -1 --format=%s)" "agent: add agent.txt"
+  assert_equal "$(git -C "$S" rev-parse HEAD~1)" "$start"
+  assert_equal "$(git -C "$S" status --porcelain)" ""
+  assert_equal "$(cat "$S/.git")" "gitdir: ../../repositories/ag-shared"
+  run ss exec ag-shared -- git log -1 --format=%s
+  assert_output "agent: add agent.txt"
 }

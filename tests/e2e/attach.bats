@@ -305,6 +305,7 @@ hint: see 'ss exec --help'"
 #!/bin/sh
 { printf '%s ' "$@"; echo; pwd; } >> /tmp/gh.log
 case "$1 $2" in
+  "repo create") git remote add origin https://github.com/octo/gh-proj.git ;;
   "repo view") echo '{"nameWithOwner":"octo/gh-proj","url":"https://github.com/octo/gh-proj"}' ;;
 esac
 STUB
@@ -324,6 +325,10 @@ Ready for Claude Code Web or local sandbox."
   assert_line --index 3 "/home/sandbox/projects/gh-proj"
   run jq -r .githubRepo "$SS_HOME/projects/gh-proj/.ss/metadata.json"
   assert_output "octo/gh-proj"
+  # The remote gh gave the sandbox's repository, the host's has too.
+  assert_equal "$stderr" ""
+  run as_owner git -C "$SS_HOME/projects/gh-proj" remote get-url origin
+  assert_output "https://github.com/octo/gh-proj.git"
 }
 
 @test "a machine this install did not create: status says so, start refuses and leaves it be" {

@@ -712,13 +712,12 @@ open(\"deep.txt\", \"w\").write(\"deep\")
 @test "a session in a shared project names, on its way out, the files it changed there that the host runs or obeys" {
   ss new ho-shared >/dev/null
   ss ho-shared -- true
-  run --separate-stderr ss ho-shared -- sh -c 'printf "[core]\n\tfsmonitor = touch /tmp/ss-pwned\n" >> .git/config && mkdir -p .claude lib/.git && echo "{}" > .claude/settings.json && echo "[core]" > lib/.git/config && echo ok > plain.txt'
+  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p .claude lib/.git && echo "{}" > .claude/settings.json && echo "[core]" > lib/.git/config && echo ok > plain.txt'
   assert_success
-  assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 3 files in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
+  assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 2 files in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
   assert_equal "${stderr_lines[1]}" "  .claude/settings.json (Claude Code (hooks, commands))"
-  assert_equal "${stderr_lines[2]}" "  .git/config (git)"
-  assert_equal "${stderr_lines[3]}" "  lib/.git (git (a repository with settings of its own))"
-  assert_equal "${stderr_lines[4]}" "hint: read them before git, an editor or an agent opens the folder on the host"
+  assert_equal "${stderr_lines[2]}" "  lib/.git (git (a repository with settings of its own))"
+  assert_equal "${stderr_lines[3]}" "hint: read them before git, an editor or an agent opens the folder on the host"
   # A session that changes none of them says nothing; nor does one that ends in an error.
   run --separate-stderr ss ho-shared -- sh -c 'echo again > plain.txt'
   assert_success
@@ -726,6 +725,92 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   run --separate-stderr ss ho-shared -- sh -c 'echo hook > .envrc; exit 3'
   assert_failure 3
   assert_equal "${stderr_lines[1]}" "  .envrc (direnv)"
+}
+
+# Every git command of the host that runs what a repository names, in shared project $1's
+# folder, with markers under $2: none may appear.
+host_git_everything() {
+  local d="$SS_HOME/projects/$1" t="$2"
+  as_owner git -C "$d" status >/dev/null
+  as_owner git -C "$d" diff >/dev/null
+  as_owner git -C "$d" log --oneline -3 >/dev/null
+  as_owner git -C "$d" -c user.name=h -c user.email=h@h commit -q --allow-empty -m host
+  as_owner git -C "$d" checkout -q -b "host-$RANDOM"
+  as_owner git -C "$d" checkout -q -
+  [ -z "$(ls "$t" | grep pwned)" ] || { ls "$t"; false; }
+}
+
+@test "a shared project's repository is out of the sandbox's reach, root's included: what it writes as git settings or hooks never runs on the host; its commits arrive by fetch" {
+  t="$BATS_TEST_TMPDIR"
+  chmod 777 "$t"
+  ss new ho-held >/dev/null
+  D="$SS_HOME/projects/ho-held"
+  assert_equal "$(cat "$D/.git")" "gitdir: ../../repositories/ho-held"
+  [ -f "$SS_HOME/repositories/ho-held/HEAD" ]
+  # Root in the sandbox finds the host's repository nowhere.
+  marker="held-marker-$RANDOM$RANDOM"
+  as_owner git -C "$D" config ss.marker "$marker"
+  run in_sandbox "sudo -n grep -rslI $marker /home /mnt /media /srv /workspace /run /tmp /var/tmp 2>/dev/null; true"
+  assert_output ""
+  # The agent uses git fully, in a repository of the sandbox's own; settings, hooks and hook
+  # managers stay there.
+  run --separate-stderr ss ho-held -- sh -c "git config core.fsmonitor 'touch $t/pwned-fsmonitor; false' &&
+    git config core.hooksPath .hooks && git config core.pager 'touch $t/pwned-pager' &&
+    git config alias.st '!touch $t/pwned-alias' && git config diff.external 'touch $t/pwned-diff' &&
+    mkdir -p .hooks && printf '#!/bin/sh\ntouch $t/pwned-hook\n' > .hooks/pre-commit && chmod +x .hooks/pre-commit &&
+    echo one > one.txt && git add one.txt && git -c user.name=a -c user.email=a@a commit -q --no-verify -m one &&
+    echo two > two.txt && git add two.txt && git -c user.name=a -c user.email=a@a commit -q --no-verify -m two"
+  assert_success
+  [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 2 commits"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(as_owner git -C "$D" log --format=%s -2 | tr '\n' ' ')" "two one "
+  # The host's index followed: what the agent committed is not a change on the host.
+  run as_owner git -C "$D" status --porcelain --untracked-files=no
+  assert_output ""
+  run as_owner git -C "$D" config --get core.hooksPath
+  assert_failure
+  host_git_everything ho-held "$t"
+  # Commits made on the host reach the sandbox's repository before its next session.
+  run --separate-stderr ss ho-held -- git log --format=%s -1
+  assert_output "host"
+}
+
+@test "a shared project's .git replaced from inside by a folder, a file or a link is set aside before the host's git runs there again; a repository made inside is never taken in whole" {
+  t="$BATS_TEST_TMPDIR"
+  chmod 777 "$t"
+  ss new ho-swap >/dev/null
+  D="$SS_HOME/projects/ho-swap"
+  evil="git init -q /tmp/evil && git -C /tmp/evil config core.fsmonitor 'touch $t/pwned-fs; false' && git -C /tmp/evil config core.hooksPath /tmp/evil/hooks"
+  # A folder in place of the .git file, made in a session: set aside as the session ends.
+  run --separate-stderr ss ho-swap -- sh -c "$evil && rm .git && mv /tmp/evil/.git .git"
+  assert_success
+  [[ "$stderr" == *"project 'ho-swap': set aside a .git folder found in place of the project's .git file: ~/super-sandbox/projects/ho-swap/.git.refused-"* ]] || { echo "$stderr"; false; }
+  assert_equal "$(cat "$D/.git")" "gitdir: ../../repositories/ho-swap"
+  host_git_everything ho-swap "$t"
+  # A .git file that leads into the share, written outside any session: set aside by the next
+  # command on the project, before it runs the host's git there.
+  in_sandbox "cd ~/projects/ho-swap && $evil && mv /tmp/evil/.git evil-git && printf 'gitdir: evil-git\n' > .git"
+  run --separate-stderr ss fetch ho-swap
+  assert_success
+  [[ "$stderr" == *"set aside a .git file found in place of the project's .git file"* ]] || { echo "$stderr"; false; }
+  host_git_everything ho-swap "$t"
+  # A link; then nothing at all: put back.
+  in_sandbox "cd ~/projects/ho-swap && rm .git && ln -s evil-git .git"
+  run --separate-stderr ss ho-swap -- true
+  [[ "$stderr" == *"set aside a link found in place"* ]] || { echo "$stderr"; false; }
+  in_sandbox "cd ~/projects/ho-swap && rm .git"
+  run --separate-stderr ss ho-swap -- git status --porcelain
+  assert_success
+  [[ "$stderr" == *"put back the project's .git file, which was gone"* ]] || { echo "$stderr"; false; }
+  host_git_everything ho-swap "$t"
+  # The sandbox's own repository of a project that had none is not taken in whole: only its
+  # branches, tags and HEAD, its settings left behind.
+  mkdir "$SS_HOME/projects/ho-plain"
+  in_sandbox "cd ~/projects/ho-plain && $evil && mv /tmp/evil/.git .git && echo x > x && git add x && git -c user.name=a -c user.email=a@a commit -qm x --no-verify"
+  run --separate-stderr ss ho-plain -- true
+  [[ "$stderr" == *"took in the repository found in ~/super-sandbox/projects/ho-plain/.git as branches, tags and HEAD only"* ]] || { echo "$stderr"; false; }
+  run as_owner git -C "$SS_HOME/repositories/ho-plain" config --get core.fsmonitor
+  assert_failure
+  host_git_everything ho-plain "$t"
 }
 
 @test "fetch: nothing of the sandbox's git runs on the host, whatever its repository says; a bad pack or object is refused whole" {

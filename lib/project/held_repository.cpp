@@ -1,0 +1,328 @@
+#include "held_repository.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <map>
+
+#include "error.hpp"
+#include "fd.hpp"
+#include "fs.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "project.hpp"
+#include "resources.hpp"
+#include "ssh.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+constexpr const char* kSandboxRepositories = "/home/sandbox/repositories";
+// Written once every project's .git folder has been moved (HoldAllRepositories).
+constexpr const char* kHeldMark = ".all-held";
+
+// The host's git, with none of the variables that would point it elsewhere.
+ProcessResult HostGit(std::vector<std::string> args) {
+  args.insert(args.begin(), "git");
+  ProcessOptions o;
+  o.unset_env = GitEnvToUnset();
+  return Run(args, o);
+}
+
+std::string GitOut(std::vector<std::string> args, std::string_view what) {
+  ProcessResult r = HostGit(std::move(args));
+  if (!r.ok()) throw Error(kExitIoErr, std::string(what), {std::string(Trim(r.err))});
+  return r.out;
+}
+
+// Given back to the projects' owner when root made it (ss under sudo).
+void GiveToOwner(const std::string& path) {
+  if (::geteuid() != 0) return;
+  Owner o = ProjectsIds();
+  ChownTree(path, o.uid, o.gid);
+}
+
+void WriteGitFile(const std::string& dir, const std::string& name) {
+  std::string path = dir + "/.git";
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.ok()) {
+    throw Error(kExitIoErr, Cat("cannot write ", DisplayPath(path), ": ", std::strerror(errno)));
+  }
+  WriteAll(fd.get(), HeldGitFile(name), path);
+  GiveToOwner(path);
+}
+
+// Moves what stands at dir/.git aside, under a name no git reads. Returns the line saying so.
+std::string SetAside(const std::string& dir, std::string_view what) {
+  std::string from = dir + "/.git";
+  for (int i = 0;; ++i) {
+    std::string to = Cat(from, ".refused-", std::time(nullptr), i ? Cat("-", i) : "");
+    if (PathExists(to)) continue;
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      throw Error(kExitIoErr,
+                  Cat("cannot move ", DisplayPath(from), " aside: ", std::strerror(errno)));
+    }
+    return Cat("set aside ", what, " found in place of the project's .git file: ", DisplayPath(to));
+  }
+}
+
+// Only an address git reaches without running anything named in it.
+bool PlainRemoteUrl(std::string_view url) {
+  if (url.find_first_of(" \t\r\n\"'\\`$;|&<>") != std::string_view::npos) return false;
+  return url.rfind("https://", 0) == 0 || url.rfind("ssh://", 0) == 0 ||
+         (url.find("://") == std::string_view::npos && url.find('@') != std::string_view::npos &&
+          url.find(':') != std::string_view::npos && url.front() != '-');
+}
+
+// A new repository at `held` of `found`'s branches, tags and HEAD only (see HoldRepository).
+void TakeIn(const std::string& found, const std::string& held) {
+  std::string tmp = Cat(held, ".new");
+  if (PathExists(tmp)) RemoveTree(tmp);
+  std::string what = Cat("cannot take in the repository in ", DisplayPath(found));
+  GitOut({"init", "--quiet", "--bare", tmp}, what);
+  GitOut({"--git-dir", tmp, "config", "core.bare", "false"}, what);
+  // Served by the host's git-upload-pack, which runs nothing the served repository names.
+  ProcessResult fetched =
+      HostGit({"--git-dir", tmp, "-c", "fetch.fsckObjects=true", "fetch", "--quiet", "--no-tags",
+               "--no-write-fetch-head", Cat("file://", found), "+refs/heads/*:refs/heads/*",
+               "+refs/tags/*:refs/tags/*"});
+  if (!fetched.ok()) {
+    RemoveTree(tmp);
+    throw Error(kExitIoErr, what, {std::string(Trim(fetched.err))});
+  }
+  auto head = ReadFileIfExists(found + "/HEAD");
+  std::string ref = head ? std::string(Trim(*head)) : "";
+  if (ref.rfind("ref: refs/heads/", 0) == 0 && HostGit({"check-ref-format", ref.substr(5)}).ok()) {
+    HostGit({"--git-dir", tmp, "symbolic-ref", "HEAD", ref.substr(5)});
+  }
+  ProcessResult url = HostGit({"config", "--file", found + "/config", "remote.origin.url"});
+  if (url.ok() && PlainRemoteUrl(Trim(url.out))) {
+    HostGit({"--git-dir", tmp, "remote", "add", "origin", std::string(Trim(url.out))});
+  }
+  if (::rename(tmp.c_str(), held.c_str()) != 0) {
+    int err = errno;
+    RemoveTree(tmp);
+    throw Error(kExitIoErr, Cat(what, ": ", std::strerror(err)));
+  }
+}
+
+}  // namespace
+
+std::string HeldRepositoryDir(const std::string& name) { return Cat(RepositoriesDir(), "/", name); }
+std::string SandboxRepositoryDir(const std::string& name) {
+  return Cat(kSandboxRepositories, "/", name);
+}
+std::string HeldGitFile(const std::string& name) {
+  return Cat("gitdir: ../../repositories/", name, "\n");
+}
+
+bool IsCheckout(const std::string& dir) { return PathExists(dir + "/.git"); }
+
+std::optional<std::string> HeldGitDirOf(const std::string& dir) {
+  std::string name = Basename(dir);
+  std::string parent = Dirname(dir);
+  if (!IsValidProjectName(name) || (parent != ProjectsDir() && parent != CopyProjectsDir())) {
+    return std::nullopt;
+  }
+  struct stat st;
+  std::string held = HeldRepositoryDir(name);
+  if (::lstat((dir + "/.git").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return std::nullopt;
+  if (::lstat(held.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return held;
+}
+
+std::string GitDirOf(const std::string& dir) { return HeldGitDirOf(dir).value_or(dir + "/.git"); }
+
+Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted) {
+  Holding h;
+  std::string path = dir + "/.git";
+  std::string held = HeldRepositoryDir(name);
+  bool have_held = IsDirectory(held);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      throw Error(kExitIoErr, Cat("cannot read ", DisplayPath(path), ": ", std::strerror(errno)));
+    }
+    if (!have_held) return h;
+    WriteGitFile(dir, name);
+    h.said.push_back(Cat("put back the project's .git file, which was gone"));
+    h.state = Holding::State::kHeld;
+    return h;
+  }
+  if (S_ISREG(st.st_mode) && st.st_size <= 4096) {
+    auto text = ReadFileIfExists(path);
+    if (text && *text == HeldGitFile(name) && have_held) {
+      h.state = Holding::State::kHeld;
+      return h;
+    }
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    h.said.push_back(SetAside(dir, S_ISREG(st.st_mode)   ? "a .git file"
+                                   : S_ISLNK(st.st_mode) ? "a link"
+                                                         : "a special file"));
+    if (!have_held) return h;
+    WriteGitFile(dir, name);
+    h.state = Holding::State::kHeld;
+    return h;
+  }
+  // A .git folder.
+  if (have_held && !trusted) {
+    h.said.push_back(SetAside(dir, "a .git folder"));
+    WriteGitFile(dir, name);
+    h.state = Holding::State::kHeld;
+    return h;
+  }
+  if (have_held) {
+    // Left by a project of the same name that was removed by hand: kept, under another name.
+    std::string old = Cat(held, ".old-", std::time(nullptr));
+    if (::rename(held.c_str(), old.c_str()) != 0) {
+      throw Error(kExitIoErr,
+                  Cat("cannot move ", DisplayPath(held), " aside: ", std::strerror(errno)));
+    }
+    h.said.push_back(Cat("an older repository of that name was set aside: ", DisplayPath(old)));
+  }
+  EnsureRepositoriesDir();
+  if (!trusted) {
+    TakeIn(path, held);
+    GiveToOwner(held);
+    h.said.push_back(
+        Cat("took in the repository found in ", DisplayPath(path),
+            " as branches, tags and HEAD only (its settings and hooks are not used); its "
+            "repository is now ",
+            DisplayPath(held)));
+    h.said.push_back(SetAside(dir, "the .git folder"));
+    WriteGitFile(dir, name);
+    h.state = Holding::State::kHeld;
+    return h;
+  }
+  if (IsDirectory(path + "/modules")) {
+    h.state = Holding::State::kLeft;
+    h.why = "it has submodules, whose checkouts lead into it";
+    return h;
+  }
+  if (::rename(path.c_str(), held.c_str()) != 0) {
+    if (errno != EXDEV) {
+      throw Error(kExitIoErr, Cat("cannot move ", DisplayPath(path), " to ", DisplayPath(held),
+                                  ": ", std::strerror(errno)));
+    }
+    h.state = Holding::State::kLeft;
+    h.why = Cat("it is on another filesystem than ", DisplayPath(RepositoriesDir()));
+    return h;
+  }
+  WriteGitFile(dir, name);
+  // Linked worktrees record where the repository was.
+  if (IsDirectory(held + "/worktrees")) {
+    HostGit({"--git-dir", held, "--work-tree", dir, "worktree", "repair"});
+  }
+  h.said.push_back(Cat("moved the repository of ", DisplayPath(dir), " to ", DisplayPath(held),
+                       ", out of the sandbox's reach; .git is now a file that leads there"));
+  h.state = Holding::State::kHeld;
+  return h;
+}
+
+void HoldAllRepositories() {
+  std::string mark = Cat(RepositoriesDir(), "/", kHeldMark);
+  if (PathExists(mark)) return;
+  std::string base = ProjectsDir();
+  if (IsDirectory(base)) {
+    for (const auto& name : ListDir(base)) {
+      std::string dir = Cat(base, "/", name);
+      struct stat st;
+      if (!IsValidProjectName(name) || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        continue;
+      }
+      Holding h = HoldRepository(dir, name, true);
+      for (const auto& line : h.said) Note(Cat("Project '", name, "': ", line));
+    }
+  }
+  EnsureRepositoriesDir();
+  AtomicWrite(mark, "", 0600);
+  GiveToOwner(mark);
+}
+
+void RefreshSandboxRepository(SshConnection& conn, const std::string& name) {
+  std::string held = HeldRepositoryDir(name);
+  std::string layer = SandboxRepositoryDir(name);
+  std::string what = Cat("cannot read the branches of ", DisplayPath(held));
+  std::map<std::string, std::string> host;  // refs/heads/X -> commit
+  for (const auto& line : SplitLines(GitOut(
+           {"--git-dir", held, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/"},
+           what))) {
+    auto space = line.find(' ');
+    if (space != std::string::npos) host[line.substr(0, space)] = line.substr(space + 1);
+  }
+  ProcessResult head_ref = HostGit({"--git-dir", held, "symbolic-ref", "-q", "HEAD"});
+  std::string head = head_ref.ok() ? std::string(Trim(head_ref.out)) : "";
+  // What the sandbox's repository last had of the host's, as it says.
+  ExecOptions ask;
+  ask.max_output = 1 << 20;
+  ExecResult had = conn.Exec(ScriptArgv("sh", "shared-git.sh", {"--refs", layer}), ask);
+  if (had.status != 0) {
+    throw Error(kExitRemote, Cat("cannot read the sandbox's repository of '", name, "'"),
+                {std::string(Trim(had.err))}, {"see the sandbox's logs: ss health-check"});
+  }
+  std::map<std::string, std::string> theirs;
+  bool exists = false;
+  for (const auto& line : SplitLines(had.out)) {
+    if (line == "exists") {
+      exists = true;
+      continue;
+    }
+    auto space = line.find(' ');
+    if (space != std::string::npos) theirs[line.substr(0, space)] = line.substr(space + 1);
+  }
+  if (exists && theirs == host) return;
+  // A bundle of what it lacks: every commit of the host's branches but those it has.
+  TempDir tmp(SpoolDir(), "ss-held.");
+  std::string bundle = tmp.path() + "/b.bundle";
+  std::vector<std::string> args{"--git-dir", held, "bundle", "create", "-q", bundle, "--branches"};
+  for (const auto& [ref, oid] : theirs) {
+    if (oid.size() == 40 && oid.find_first_not_of("0123456789abcdef") == std::string::npos &&
+        HostGit({"--git-dir", held, "cat-file", "-e", oid + "^{commit}"}).ok()) {
+      args.push_back("^" + oid);
+    }
+  }
+  if (!host.empty()) {
+    ProcessResult made = HostGit(args);
+    if (!made.ok() && made.err.find("empty bundle") == std::string::npos) {
+      throw Error(kExitIoErr, Cat("cannot make a bundle of ", DisplayPath(held)),
+                  {std::string(Trim(made.err))});
+    }
+  }
+  if (!PathExists(bundle)) AtomicWrite(bundle, "", 0600);
+  std::vector<std::string> script{layer, head};
+  for (const auto& [ref, oid] : host) script.insert(script.end(), {ref, oid});
+  Fd in(::open(bundle.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.ok()) throw Error(kExitIoErr, Cat("cannot read ", bundle, ": ", std::strerror(errno)));
+  StreamOptions so;
+  so.in_fd = in.get();
+  so.out_fd = -1;
+  so.max_err = 64 * 1024;
+  int status = conn.ExecStream(ScriptArgv("sh", "shared-git.sh", script), so);
+  if (status != 0) {
+    throw Error(kExitRemote,
+                Cat("cannot bring the sandbox's repository of '", name,
+                    "' up to the host's branches (status ", status, ")"),
+                {}, {"see the sandbox's logs: ss health-check"});
+  }
+}
+
+bool AddHeldRemote(const std::string& name, const std::string& remote, const std::string& url) {
+  return PlainRemoteUrl(url) &&
+         HostGit({"--git-dir", HeldRepositoryDir(name), "remote", "add", remote, url}).ok();
+}
+
+void RemoveHeldRepository(const std::string& name) {
+  std::string held = HeldRepositoryDir(name);
+  struct stat st;
+  if (::lstat(held.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) RemoveTree(held);
+}
+
+}  // namespace ss

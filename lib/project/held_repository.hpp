@@ -1,0 +1,88 @@
+// A shared project's repository, held out of the sandbox's reach.
+//
+// A shared project's folder is the sandbox's too, so a repository inside it would be the
+// sandbox's to change: a setting or a hook written there would run the next time the host's git
+// (or a prompt, an editor) opens the folder. Its git directory therefore lives beside the
+// projects folder, in $SS_HOME/repositories/NAME, which no sandbox is given, and the project's
+// `.git` is a file that leads there by a relative path:
+//
+//   projects/NAME/.git     "gitdir: ../../repositories/NAME"
+//
+// Read on the host, it leads to $SS_HOME/repositories/NAME; read in the sandbox, where the projects
+// folder is /home/sandbox/projects, to /home/sandbox/repositories/NAME: a repository of the
+// sandbox's own, on its own disk, which ss makes from the host's branches and brings up to them
+// before each session (RefreshSandboxRepository). The agent uses git fully there; its commits
+// come to the host as objects and refs only, fetched by the host's git (git_layer.hpp), and the
+// host's branch is fast-forwarded when it has not moved.
+//
+// The `.git` file is in the shared folder: the sandbox can rewrite or replace it. ss puts it back
+// before and after every session in the project, and sets aside whatever stood in its place
+// (`.git.refused-TIME`), before the host's git is run there by ss; what the host's own git reads
+// in between is the window ss-project(1) states.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ss {
+
+class SshConnection;
+
+std::string HeldRepositoryDir(const std::string& name);     // $SS_HOME/repositories/NAME
+std::string SandboxRepositoryDir(const std::string& name);  // /home/sandbox/repositories/NAME
+std::string HeldGitFile(const std::string& name);           // "gitdir: ../../repositories/NAME\n"
+
+// Whether `dir` is a git checkout's top: it has a .git folder, or a .git file.
+bool IsCheckout(const std::string& dir);
+// The held repository of project folder `dir` (in the projects or copy-mode folder) whose .git
+// is not a folder: decided by the project's name, never by what its .git file says (the sandbox
+// may have written it). The host's git is run there with --git-dir and --work-tree.
+std::optional<std::string> HeldGitDirOf(const std::string& dir);
+// The git directory of checkout `dir`: its held repository, else dir/.git.
+std::string GitDirOf(const std::string& dir);
+
+struct Holding {
+  enum class State {
+    kNone,  // no repository
+    kHeld,  // in $SS_HOME/repositories/NAME, the .git file leading there
+    kLeft,  // a .git folder left in the project (`why`): the sandbox can change it
+  };
+  State state = State::kNone;
+  std::string why;
+  std::vector<std::string> said;  // what was done now, a line each
+};
+
+// Holds shared project `name`'s repository (its folder `dir`), as above:
+//   - a .git folder ss can trust (`trusted`: one ss made, imported, or moved in from copy mode;
+//     and every one the first time this version of ss runs) is moved to the repositories
+//     folder whole (hooks and settings included), unless it has submodules, or that folder is
+//     on another filesystem: then it is left (kLeft);
+//   - any other .git folder, one that appeared in a shared folder and may be the sandbox's, is
+//     taken in as objects and refs only (with HEAD, and origin's address when it is an https or
+//     ssh one): nothing of its settings or hooks; the folder itself is set aside;
+//   - a .git file that is not ss's, a link, or anything else in its place is set aside, and the
+//     .git file put back.
+// Throws ss::Error(74) when a file cannot be moved or written.
+Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted);
+
+// The first time this version of ss opens a shared project: every project's .git folder is
+// moved (HoldRepository, trusted), once.
+void HoldAllRepositories();
+
+// Makes the sandbox's own repository of held project `name`, or brings
+// its branches up to the host's: a branch the sandbox has not moved on its own follows the host's
+// (its index too, when it is checked out and nothing is staged); one it has moved is left to the
+// next fetch. One command in the sandbox when nothing changed, and a bundle of only what it
+// lacks otherwise. Throws ss::Error(74) when the host's git fails, 255 when the sandbox does.
+void RefreshSandboxRepository(SshConnection& conn, const std::string& name);
+
+// Gives held project `name`'s repository the remote `remote` at `url` (the one gh made in the
+// sandbox's repository), when the address is one git reaches without running anything named in
+// it (https, ssh, user@host:path). False when it is not, or git refuses.
+bool AddHeldRemote(const std::string& name, const std::string& remote, const std::string& url);
+
+// Removes the held repository of a project that is gone (ss delete).
+void RemoveHeldRepository(const std::string& name);
+
+}  // namespace ss

@@ -1,0 +1,175 @@
+// A shared project's repository held out of the share: moved out whole when ss can trust it,
+// taken in as branches only when it may be the sandbox's, its .git file put back over whatever
+// the sandbox left in its place, and the held repository named by the project, never by what
+// the .git file says. With the real git.
+#include "held_repository.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.hpp"
+#include "gtest/gtest.h"
+#include "output.hpp"
+#include "paths.hpp"
+#include "process.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+class HeldRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("SS_HOME", home_.path().c_str(), 1);
+    MakeDirs(ProjectsDir());
+    dir_ = ProjectsDir() + "/app";
+    MakeDirs(dir_);
+  }
+  void TearDown() override { ::unsetenv("SS_HOME"); }
+
+  std::string Git(std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-c", "user.name=t", "-c", "user.email=t@t"});
+    ProcessResult r = ss::Run(args);
+    EXPECT_TRUE(r.ok()) << Join(args, " ") << ": " << r.err;
+    return std::string(Trim(r.out));
+  }
+  // A repository of one commit in `dir`, with a setting that would run a program.
+  void MakeRepository(const std::string& dir) {
+    Git({"init", "-q", "--initial-branch=main", dir});
+    AtomicWrite(dir + "/a.txt", "a\n");
+    Git({"-C", dir, "add", "a.txt"});
+    Git({"-C", dir, "commit", "-q", "-m", "first"});
+    Git({"-C", dir, "config", "core.fsmonitor", "touch /nonexistent/pwned; false"});
+    Git({"-C", dir, "remote", "add", "origin", "https://example.com/app.git"});
+  }
+  std::string Held() { return HeldRepositoryDir("app"); }
+
+  TempDir home_;
+  std::string dir_;
+};
+
+TEST_F(HeldRepositoryTest, NoRepositoryIsLeftAlone) {
+  Holding h = HoldRepository(dir_, "app", true);
+  EXPECT_EQ(h.state, Holding::State::kNone);
+  EXPECT_TRUE(h.said.empty());
+  EXPECT_FALSE(PathExists(dir_ + "/.git"));
+  EXPECT_FALSE(HeldGitDirOf(dir_));
+}
+
+TEST_F(HeldRepositoryTest, ATrustedRepositoryMovesOutWhole) {
+  MakeRepository(dir_);
+  Holding h = HoldRepository(dir_, "app", true);
+  EXPECT_EQ(h.state, Holding::State::kHeld);
+  ASSERT_EQ(h.said.size(), 1u);
+  EXPECT_EQ(ReadFile(dir_ + "/.git"), "gitdir: ../../repositories/app\n");
+  // Settings and hooks go with it; the host's git works in the folder as before.
+  EXPECT_EQ(Git({"--git-dir", Held(), "config", "core.fsmonitor"}),
+            "touch /nonexistent/pwned; false");
+  EXPECT_EQ(Git({"-C", dir_, "log", "--format=%s"}), "first");
+  EXPECT_EQ(Git({"-C", dir_, "status", "--porcelain"}), "");
+  EXPECT_EQ(HeldGitDirOf(dir_).value_or(""), Held());
+  EXPECT_EQ(GitDirOf(dir_), Held());
+  // Held already: nothing to do, nothing said.
+  Holding again = HoldRepository(dir_, "app", false);
+  EXPECT_EQ(again.state, Holding::State::kHeld);
+  EXPECT_TRUE(again.said.empty());
+}
+
+TEST_F(HeldRepositoryTest, WhateverStandsInPlaceOfTheGitFileIsSetAside) {
+  MakeRepository(dir_);
+  HoldRepository(dir_, "app", true);
+  auto put_back = [&](const std::string& expect) {
+    Holding h = HoldRepository(dir_, "app", false);
+    EXPECT_EQ(h.state, Holding::State::kHeld);
+    ASSERT_FALSE(h.said.empty());
+    EXPECT_NE(h.said[0].find(expect), std::string::npos) << h.said[0];
+    EXPECT_EQ(ReadFile(dir_ + "/.git"), "gitdir: ../../repositories/app\n");
+  };
+  // A .git file that leads elsewhere (into the share).
+  ::unlink((dir_ + "/.git").c_str());
+  AtomicWrite(dir_ + "/.git", "gitdir: evil\n");
+  put_back("set aside a .git file");
+  // A link, a folder, nothing.
+  ::unlink((dir_ + "/.git").c_str());
+  ASSERT_EQ(::symlink("evil", (dir_ + "/.git").c_str()), 0);
+  put_back("set aside a link");
+  ::unlink((dir_ + "/.git").c_str());
+  MakeDirs(dir_ + "/.git/hooks");
+  put_back("set aside a .git folder");
+  ::unlink((dir_ + "/.git").c_str());
+  put_back("put back the project's .git file");
+  // Each set aside under a name no git reads, never removed.
+  int refused = 0;
+  for (const auto& name : ListDir(dir_)) refused += name.rfind(".git.refused-", 0) == 0;
+  EXPECT_EQ(refused, 3);
+  // Whatever the .git file says, the held repository is the project's.
+  ::unlink((dir_ + "/.git").c_str());
+  AtomicWrite(dir_ + "/.git", "gitdir: /etc\n");
+  EXPECT_EQ(HeldGitDirOf(dir_).value_or(""), Held());
+}
+
+TEST_F(HeldRepositoryTest, ARepositoryThatMayBeTheSandboxsIsTakenInAsBranchesOnly) {
+  MakeRepository(dir_);
+  Git({"-C", dir_, "config", "core.hooksPath", "/tmp"});
+  Holding h = HoldRepository(dir_, "app", false);
+  EXPECT_EQ(h.state, Holding::State::kHeld);
+  ASSERT_EQ(h.said.size(), 2u);
+  EXPECT_NE(h.said[0].find("as branches, tags and HEAD only"), std::string::npos);
+  EXPECT_EQ(Git({"-C", dir_, "log", "--format=%s"}), "first");
+  EXPECT_EQ(Git({"--git-dir", Held(), "symbolic-ref", "HEAD"}), "refs/heads/main");
+  EXPECT_EQ(Git({"--git-dir", Held(), "remote", "get-url", "origin"}),
+            "https://example.com/app.git");
+  EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "config", "core.fsmonitor"}).ok());
+  EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "config", "core.hooksPath"}).ok());
+}
+
+TEST_F(HeldRepositoryTest, AnOriginThatWouldRunAProgramIsNotTakenIn) {
+  MakeRepository(dir_);
+  Git({"-C", dir_, "remote", "set-url", "origin", "ext::sh -c touch% /tmp/pwned"});
+  HoldRepository(dir_, "app", false);
+  EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "remote", "get-url", "origin"}).ok());
+}
+
+TEST_F(HeldRepositoryTest, SubmodulesKeepTheRepositoryInTheFolder) {
+  MakeRepository(dir_);
+  MakeDirs(dir_ + "/.git/modules/lib");
+  Holding h = HoldRepository(dir_, "app", true);
+  EXPECT_EQ(h.state, Holding::State::kLeft);
+  EXPECT_NE(h.why.find("submodules"), std::string::npos);
+  EXPECT_TRUE(IsDirectory(dir_ + "/.git"));
+  EXPECT_FALSE(HeldGitDirOf(dir_));
+}
+
+TEST_F(HeldRepositoryTest, ANewProjectOfAnOldNameKeepsTheOldRepositoryAside) {
+  MakeDirs(Held());
+  AtomicWrite(Held() + "/HEAD", "ref: refs/heads/main\n");
+  MakeRepository(dir_);
+  Holding h = HoldRepository(dir_, "app", true);
+  EXPECT_EQ(h.state, Holding::State::kHeld);
+  EXPECT_EQ(Git({"-C", dir_, "log", "--format=%s"}), "first");
+  int old = 0;
+  for (const auto& name : ListDir(RepositoriesDir())) old += name.rfind("app.old-", 0) == 0;
+  EXPECT_EQ(old, 1);
+}
+
+TEST_F(HeldRepositoryTest, OnlyProjectsFoldersHaveHeldRepositories) {
+  MakeRepository(dir_);
+  HoldRepository(dir_, "app", true);
+  std::string elsewhere = home_.path() + "/elsewhere/app";
+  MakeDirs(elsewhere);
+  AtomicWrite(elsewhere + "/.git", "gitdir: ../../repositories/app\n");
+  EXPECT_FALSE(HeldGitDirOf(elsewhere));
+  EXPECT_FALSE(HeldGitDirOf(ProjectsDir() + "/Bad Name"));
+  // First pass over every project: once.
+  std::string other = ProjectsDir() + "/other";
+  MakeRepository(other);
+  HoldAllRepositories();
+  EXPECT_EQ(HeldGitDirOf(other).value_or(""), HeldRepositoryDir("other"));
+  std::string third = ProjectsDir() + "/third";
+  MakeRepository(third);
+  HoldAllRepositories();
+  EXPECT_TRUE(IsDirectory(third + "/.git"));
+}
+
+}  // namespace
+}  // namespace ss
