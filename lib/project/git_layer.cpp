@@ -278,6 +278,22 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
     theirs += Cat(kSandboxRefs, line.substr(11), "\n");
   }
   bool same = listed.status == 0 && !listed.over_limit && theirs == given;
+  if (same) {
+    // Nothing new, and every branch of the sandbox's the host's already: nothing to say.
+    std::string heads =
+        Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", "refs/heads/"})
+            .value_or("");
+    std::vector<std::string> host_heads = SplitLines(heads);
+    bool all_there = true;
+    for (const auto& line : SplitLines(theirs)) {
+      std::string head = Cat("refs/heads/", line.substr(std::strlen(kSandboxRefs)));
+      if (std::find(host_heads.begin(), host_heads.end(), head) == host_heads.end()) {
+        all_there = false;
+        break;
+      }
+    }
+    if (all_there) return report;
+  }
   ProcessResult fetched;
   if (!same) {
     fetched = Run(GitArgv(
