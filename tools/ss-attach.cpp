@@ -97,14 +97,9 @@ class Session {
   // A shared project's repository stays on the host (held_repository.hpp); the sandbox has one of
   // its own, brought up to the host's branches before the session.
   void HoldRepositoryOf(const std::string& project, const std::string& dir) {
-    HoldAllRepositories();
-    Holding h = HoldRepository(dir, project, false);
-    for (const auto& line : h.said) Warn(Cat("project '", project, "': ", line));
-    if (h.state == Holding::State::kLeft) {
-      Warn(Cat("the repository of project '", project, "' stays in its folder, where the sandbox ",
-               "can change it: ", h.why));
+    if (HoldForUse(dir, project).state == Holding::State::kHeld) {
+      RefreshSandboxRepository(Connect(), project);
     }
-    if (h.state == Holding::State::kHeld) RefreshSandboxRepository(Connect(), project);
   }
 
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
@@ -499,9 +494,7 @@ int FetchingSharedCommits(Session& s, const std::string& name, const std::string
                           const std::function<int()>& session) {
   auto fetch = [&] {
     try {
-      Holding h = HoldRepository(dir, name, false);
-      for (const auto& line : h.said) Warn(Cat("project '", name, "': ", line));
-      if (h.state != Holding::State::kHeld) return;
+      if (HoldForUse(dir, name).state != Holding::State::kHeld) return;
       std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
       if (!conn) {
         Warn(Cat("the commits of project '", name, "' were not fetched: sandbox '",

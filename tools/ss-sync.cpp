@@ -197,16 +197,18 @@ int ReportFetch(const SyncLine& o, const FetchReport& r, const std::string& name
 // .git file is put back first if the sandbox changed it (held_repository.hpp).
 int FetchShared(const SyncLine& o, const Config& config, const std::string& project) {
   std::string dir = PlaceProject(config, project);
-  HoldAllRepositories();
-  Holding h = HoldRepository(dir, project, false);
-  for (const auto& line : h.said) Warn(Cat("project '", project, "': ", line));
-  if (h.state != Holding::State::kHeld) {
+  Holding h = HoldForUse(dir, project);
+  if (h.state == Holding::State::kNone) {
     throw Error(
-        kExitUsage,
-        Cat("project '", project, "' has ",
-            h.state == Holding::State::kNone ? "no repository" : "its repository in its folder",
-            ": the sandbox commits there itself"),
-        h.why.empty() ? std::vector<std::string>{} : std::vector<std::string>{h.why});
+        kExitNoInput,
+        Cat("project '", project, "' is not a git repository: there are no commits to fetch"), {},
+        {Cat("make it one first: git -C ", ShellQuote(dir), " init")});
+  }
+  if (h.state == Holding::State::kLeft) {
+    if (o.json) return ReportFetch(o, FetchReport{}, project, "", "");
+    std::cout << "Nothing to fetch: project '" << project
+              << "' keeps its repository in its folder, where the sandbox commits itself.\n";
+    return 0;
   }
   Connection c(o, config, ResolveSandboxName(o.sandbox), IfMissing::kRefuse);
   LayerPlace place = SharedLayer(project, dir);

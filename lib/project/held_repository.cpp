@@ -247,6 +247,17 @@ void HoldAllRepositories() {
   GiveToOwner(mark);
 }
 
+Holding HoldForUse(const std::string& dir, const std::string& name) {
+  HoldAllRepositories();
+  Holding h = HoldRepository(dir, name, false);
+  for (const auto& line : h.said) Warn(Cat("project '", name, "': ", line));
+  if (h.state == Holding::State::kLeft) {
+    Warn(Cat("the repository of project '", name,
+             "' stays in its folder, where the sandbox can change it: ", h.why));
+  }
+  return h;
+}
+
 void RefreshSandboxRepository(SshConnection& conn, const std::string& name) {
   std::string held = HeldRepositoryDir(name);
   std::string layer = SandboxRepositoryDir(name);

@@ -70,6 +70,11 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
 // moved (HoldRepository, trusted), once.
 void HoldAllRepositories();
 
+// Before ss uses shared project `name` (its folder `dir`) with a sandbox, and after: the above,
+// then HoldRepository (the .git folder found there not trusted), each line of what was done
+// said as a warning, and one when the repository stays in the folder.
+Holding HoldForUse(const std::string& dir, const std::string& name);
+
 // Makes the sandbox's own repository of held project `name`, or brings
 // its branches up to the host's: a branch the sandbox has not moved on its own follows the host's
 // (its index too, when it is checked out and nothing is staged); one it has moved is left to the
