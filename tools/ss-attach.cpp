@@ -98,8 +98,21 @@ class Session {
   // its own, brought up to the host's branches before the session.
   void HoldRepositoryOf(const std::string& project, const std::string& dir) {
     if (HoldForUse(dir, project).state == Holding::State::kHeld) {
-      RefreshSandboxRepository(Connect(), project);
+      RefreshSandboxRepository(Runner(true), project);
     }
+  }
+
+  // Commands in the sandbox over its shared connection when there is one, else over the
+  // session's own: made (the sandbox started when it is stopped) with `start`, else only when it
+  // runs (a command then ends 255).
+  SandboxRun Runner(bool start) {
+    return [this, start](const std::vector<std::string>& argv, int in, int out, int err) {
+      SharedCommand c{argv, "", {}, {in, out, err}};
+      if (auto status = RunShared(name_, c)) return *status;
+      if (!start && !conn_) conn_ = sandbox().TryConnect();
+      if (!start && !conn_) return 255;
+      return RunOver(Connect())(argv, in, out, err);
+    };
   }
 
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
@@ -250,6 +263,7 @@ class Session {
   }
 
   int Interactive(std::vector<std::string> argv, const std::string& cwd) {
+    started_ = true;
     RefreshNetPolicy();
     InteractiveOptions io;
     io.argv = std::move(argv);
@@ -263,6 +277,7 @@ class Session {
   // A command without a terminal: over the sandbox's shared connection when there is one (see
   // session_share.hpp), else over a connection of its own, leaving a shared one for next time.
   int Stream(const std::vector<std::string>& argv, const std::string& cwd) {
+    started_ = true;
     if (o_.force_tty) return Interactive(argv, cwd);
     CheckShares();
     StreamOptions so;
@@ -296,6 +311,8 @@ class Session {
   }
   Config& config() { return config_; }
   const std::string& name() const { return name_; }
+  // Whether the session's command or agent was started (its folder ready, the sandbox reached).
+  bool started() const { return started_; }
 
  private:
   // What --no-mount, --mount and `ss run DIR` ask the sandbox to share: the sandbox's (or
@@ -344,6 +361,7 @@ class Session {
   std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<SessionLease> lease_;  // ends after the connection
   std::unique_ptr<SshConnection> conn_;
+  bool started_ = false;
   bool injecting_ = false;  // secrets injected by ss-net: the sandbox must trust its CA
 };
 
@@ -403,12 +421,13 @@ int OpenSession(const AttachLine& o, Session& s, const std::string& title,
   return s.Interactive(agent, dir());
 }
 
-// Runs `session`, then `after` on its way out, however it ends, unless the session never made its
-// sandbox (it could not start): such a sandbox wrote nothing and holds nothing to fetch.
+// Runs `session`, then `after` on its way out, however it ends, unless the session never started
+// its command (its folder could not be made ready, the sandbox not reached or never made): the
+// sandbox then did nothing for it, and holds nothing of it to fetch.
 int ThenAlways(Session& s, const std::function<int()>& session,
                const std::function<void()>& after) {
   auto then = [&] {
-    if (SandboxExists(s.name())) after();
+    if (s.started() && SandboxExists(s.name())) after();
   };
   int status = 0;
   try {
@@ -495,6 +514,10 @@ int FetchingSharedCommits(Session& s, const std::string& name, const std::string
   auto fetch = [&] {
     try {
       if (HoldForUse(dir, name).state != Holding::State::kHeld) return;
+      // Asked first over the connection the session has, or the sandbox's shared one.
+      LayerPlace place = SharedLayer(name, dir);
+      SandboxOutput listed = RunCaptured(s.Runner(false), LayerBranchesArgv(place));
+      if (listed.status == 0 && NothingToFetch(place, listed.out)) return;
       std::unique_ptr<SshConnection> conn = s.sandbox().TryConnect();
       if (!conn) {
         Warn(Cat("the commits of project '", name, "' were not fetched: sandbox '",
@@ -502,8 +525,7 @@ int FetchingSharedCommits(Session& s, const std::string& name, const std::string
                  " once it runs"));
         return;
       }
-      FetchReport report =
-          FetchGitLayer(*conn, s.config(), SharedLayer(name, dir), s.sandbox().name());
+      FetchReport report = FetchGitLayer(*conn, s.config(), place, s.sandbox().name());
       for (const auto& line : FetchLines(report)) Note(Cat("Fetched from the sandbox: ", line));
     } catch (const Error& e) {
       Warn(Cat("the commits of project '", name, "' were not fetched: ", e.what(),

@@ -194,7 +194,46 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
   return std::nullopt;
 }
 
+// The sandbox's branches as LayerBranchesArgv lists them, named as the host keeps them
+// ("refs/remotes/sandbox/X\tCOMMIT" lines).
+std::string AsSandboxRefs(const std::string& listing) {
+  std::string out;
+  for (const auto& line : SplitLines(listing)) {
+    if (line.rfind("refs/heads/", 0) != 0 || line.rfind("refs/heads/HEAD\t", 0) == 0) continue;
+    out += Cat(kSandboxRefs, line.substr(11), "\n");
+  }
+  return out;
+}
+
+// Whether each branch the sandbox lists is a branch of the host's already, at the same commit.
+bool AllBranchesThere(const std::string& dir, const std::string& listing) {
+  std::vector<std::string> heads =
+      SplitLines(Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", "refs/heads/"})
+                     .value_or(""));
+  for (const auto& line : SplitLines(listing)) {
+    if (line.rfind("refs/heads/HEAD\t", 0) == 0) continue;
+    if (std::find(heads.begin(), heads.end(), line) == heads.end()) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::vector<std::string> LayerBranchesArgv(const LayerPlace& place) {
+  return {"git",
+          "--git-dir",
+          place.sandbox_git,
+          "for-each-ref",
+          "--format=%(refname)%09%(objectname)",
+          "refs/heads/"};
+}
+
+bool NothingToFetch(const LayerPlace& place, const std::string& listing) {
+  const std::string& dir = place.host_dir;
+  std::string given =
+      Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", kSandboxRefs}).value_or("");
+  return AsSandboxRefs(listing) == given && AllBranchesThere(dir, listing);
+}
 
 bool SeedGitLayer(SshConnection& conn, const Config& config, const CopySource& source) {
   std::vector<std::string> excludes = SyncExcludes(config);
@@ -269,31 +308,9 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
   // says is only compared: anything else, and the fetch decides.
   ExecOptions ask;
   ask.max_output = 1 << 20;
-  ExecResult listed = conn.Exec({"git", "--git-dir", place.sandbox_git, "for-each-ref",
-                                 "--format=%(refname)%09%(objectname)", "refs/heads/"},
-                                ask);
-  std::string theirs;
-  for (const auto& line : SplitLines(listed.out)) {
-    if (line.rfind("refs/heads/", 0) != 0 || line.rfind("refs/heads/HEAD\t", 0) == 0) continue;
-    theirs += Cat(kSandboxRefs, line.substr(11), "\n");
-  }
-  bool same = listed.status == 0 && !listed.over_limit && theirs == given;
-  if (same) {
-    // Nothing new, and every branch of the sandbox's the host's already: nothing to say.
-    std::string heads =
-        Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", "refs/heads/"})
-            .value_or("");
-    std::vector<std::string> host_heads = SplitLines(heads);
-    bool all_there = true;
-    for (const auto& line : SplitLines(theirs)) {
-      std::string head = Cat("refs/heads/", line.substr(std::strlen(kSandboxRefs)));
-      if (std::find(host_heads.begin(), host_heads.end(), head) == host_heads.end()) {
-        all_there = false;
-        break;
-      }
-    }
-    if (all_there) return report;
-  }
+  ExecResult listed = conn.Exec(LayerBranchesArgv(place), ask);
+  bool same = listed.status == 0 && !listed.over_limit && AsSandboxRefs(listed.out) == given;
+  if (same && AllBranchesThere(dir, listed.out)) return report;
   ProcessResult fetched;
   if (!same) {
     fetched = Run(GitArgv(

@@ -66,6 +66,13 @@ struct LayerPlace {
 LayerPlace CopyLayer(const CopySource& source);
 LayerPlace SharedLayer(const std::string& project, const std::string& host_dir);
 
+// The command that lists the sandbox's branches ("refs/heads/X\tCOMMIT" lines), and whether,
+// by what it printed, a fetch would bring nothing: each branch is what the last fetch took and a
+// branch of the host's at the same commit. (Only compared: a listing that lies makes a fetch
+// bring nothing the sandbox did not offer.)
+std::vector<std::string> LayerBranchesArgv(const LayerPlace& place);
+bool NothingToFetch(const LayerPlace& place, const std::string& listing);
+
 // ss fetch: the sandbox's commits into the host folder's repository, as above. Throws
 // ss::Error (66) when the host folder is not a git repository, 255 when the fetch fails (the
 // sandbox's fault: git's words, made printable, and no branch of the host's moved).

@@ -258,7 +258,57 @@ Holding HoldForUse(const std::string& dir, const std::string& name) {
   return h;
 }
 
-void RefreshSandboxRepository(SshConnection& conn, const std::string& name) {
+SandboxRun RunOver(SshConnection& conn) {
+  return [&conn](const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd) {
+    StreamOptions so;
+    so.in_fd = in_fd;
+    so.out_fd = out_fd;
+    so.err_fd = err_fd;
+    so.max_err = 64 * 1024;
+    return conn.ExecStream(argv, so);
+  };
+}
+
+namespace {
+
+// A file of this process's own, gone when closed.
+Fd Scratch() {
+  TempDir dir(SpoolDir(), "ss-run.");
+  std::string path = dir.path() + "/f";
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot make ", path, ": ", std::strerror(errno)));
+  return fd;  // the folder and its name go with `dir`; the file lives on while open
+}
+
+std::string ReadBack(int fd, size_t most) {
+  std::string out;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[65536];
+  ssize_t n;
+  while (out.size() < most && (n = ::read(fd, buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  if (out.size() > most) out.resize(most);
+  return out;
+}
+
+Fd NullInput() {
+  Fd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot open /dev/null: ", std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
+
+SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>& argv) {
+  Fd in = NullInput(), out = Scratch(), err = Scratch();
+  SandboxOutput r;
+  r.status = run(argv, in.get(), out.get(), err.get());
+  r.out = ReadBack(out.get(), 1 << 20);
+  return r;
+}
+
+void RefreshSandboxRepository(const SandboxRun& run, const std::string& name) {
   std::string held = HeldRepositoryDir(name);
   std::string layer = SandboxRepositoryDir(name);
   std::string what = Cat("cannot read the branches of ", DisplayPath(held));
@@ -272,12 +322,12 @@ void RefreshSandboxRepository(SshConnection& conn, const std::string& name) {
   ProcessResult head_ref = HostGit({"--git-dir", held, "symbolic-ref", "-q", "HEAD"});
   std::string head = head_ref.ok() ? std::string(Trim(head_ref.out)) : "";
   // What the sandbox's repository last had of the host's, as it says.
-  ExecOptions ask;
-  ask.max_output = 1 << 20;
-  ExecResult had = conn.Exec(ScriptArgv("sh", "shared-git.sh", {"--refs", layer}), ask);
+  SandboxOutput had = RunCaptured(run, ScriptArgv("sh", "shared-git.sh", {"--refs", layer}));
   if (had.status != 0) {
-    throw Error(kExitRemote, Cat("cannot read the sandbox's repository of '", name, "'"),
-                {std::string(Trim(had.err))}, {"see the sandbox's logs: ss health-check"});
+    throw Error(
+        kExitRemote,
+        Cat("cannot read the sandbox's repository of '", name, "' (status ", had.status, ")"), {},
+        {"see the sandbox's logs: ss health-check"});
   }
   std::map<std::string, std::string> theirs;
   bool exists = false;
@@ -312,16 +362,15 @@ void RefreshSandboxRepository(SshConnection& conn, const std::string& name) {
   for (const auto& [ref, oid] : host) script.insert(script.end(), {ref, oid});
   Fd in(::open(bundle.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.ok()) throw Error(kExitIoErr, Cat("cannot read ", bundle, ": ", std::strerror(errno)));
-  StreamOptions so;
-  so.in_fd = in.get();
-  so.out_fd = -1;
-  so.max_err = 64 * 1024;
-  int status = conn.ExecStream(ScriptArgv("sh", "shared-git.sh", script), so);
+  Fd out = Scratch();
+  int status = run(ScriptArgv("sh", "shared-git.sh", script), in.get(), out.get(), out.get());
   if (status != 0) {
+    std::vector<std::string> said;
+    for (const auto& line : SplitLines(ReadBack(out.get(), 4096))) said.push_back(Printable(line));
     throw Error(kExitRemote,
                 Cat("cannot bring the sandbox's repository of '", name,
                     "' up to the host's branches (status ", status, ")"),
-                {}, {"see the sandbox's logs: ss health-check"});
+                said, {"see the sandbox's logs: ss health-check"});
   }
 }
 

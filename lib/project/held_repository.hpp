@@ -21,6 +21,7 @@
 // in between is the window ss-project(1) states.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,12 +76,27 @@ void HoldAllRepositories();
 // said as a warning, and one when the repository stays in the folder.
 Holding HoldForUse(const std::string& dir, const std::string& name);
 
+// Runs ARGV in the sandbox, its stdin, stdout and stderr the descriptors given; returns its exit
+// status. A session runs it over the sandbox's shared connection when there is one
+// (session_share.hpp), which costs no new connection.
+using SandboxRun =
+    std::function<int(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd)>;
+// Over `conn`.
+SandboxRun RunOver(SshConnection& conn);
+
+// What a command run so printed (stdout up to 1 MiB), and its status.
+struct SandboxOutput {
+  int status = 255;
+  std::string out;
+};
+SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>& argv);
+
 // Makes the sandbox's own repository of held project `name`, or brings
 // its branches up to the host's: a branch the sandbox has not moved on its own follows the host's
 // (its index too, when it is checked out and nothing is staged); one it has moved is left to the
 // next fetch. One command in the sandbox when nothing changed, and a bundle of only what it
 // lacks otherwise. Throws ss::Error(74) when the host's git fails, 255 when the sandbox does.
-void RefreshSandboxRepository(SshConnection& conn, const std::string& name);
+void RefreshSandboxRepository(const SandboxRun& run, const std::string& name);
 
 // Gives held project `name`'s repository the remote `remote` at `url` (the one gh made in the
 // sandbox's repository), when the address is one git reaches without running anything named in

@@ -34,7 +34,8 @@ std::unique_ptr<SandboxRunner> SandboxRunner::IfRunning(const std::string& proje
     auto conn = sandbox.TryConnect();
     if (!conn) return nullptr;
     // A held repository's checkout leads to the sandbox's own repository: made first.
-    if (HeldGitDirOf(Cat(ProjectsDir(), "/", project))) RefreshSandboxRepository(*conn, project);
+    if (HeldGitDirOf(Cat(ProjectsDir(), "/", project)))
+      RefreshSandboxRepository(RunOver(*conn), project);
     return std::make_unique<SandboxRunner>(std::move(conn), sandbox.name(), project);
   } catch (const Error& e) {
     Debug(Cat("gh: not in the sandbox: ", e.what()));

@@ -288,7 +288,7 @@ std::optional<int> RunShared(const std::string& sandbox, const SharedCommand& co
   std::memcpy(header, kMagic, 4);
   uint32_t length = static_cast<uint32_t>(body.size());
   std::memcpy(header + 4, &length, 4);
-  int fds[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
+  int fds[3] = {command.fds[0], command.fds[1], command.fds[2]};
   iovec iov{header, sizeof header};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
   msghdr msg{};

@@ -26,6 +26,8 @@ struct SharedCommand {
   std::vector<std::string> argv;
   std::string cwd;
   EnvList secret_env;
+  // The command's stdin, stdout and stderr: the caller's own unless given.
+  int fds[3] = {0, 1, 2};
 };
 
 // Runs the command through the sandbox's master when one is listening: returns its exit status,

@@ -235,7 +235,7 @@ EOF
   cp "$BATS_TEST_TMPDIR/real.pub" "$dir/host_ed25519.pub"
   assert_equal "$status" 77
   assert_equal "$output" ""
-  [[ "${stderr_lines[0]}" == "ss: error: the host key of sandbox '$SANDBOX' has changed: not connecting" ]]
+  [[ "${stderr_lines[0]}" == "ss: error: the host key of sandbox '$SANDBOX' has changed: not connecting" ]] || { echo "$stderr"; false; }
   run ss proj -- echo connected
   assert_output "connected"
 }
