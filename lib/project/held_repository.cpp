@@ -374,6 +374,15 @@ void RefreshSandboxRepository(const SandboxRun& run, const std::string& name) {
   }
 }
 
+std::vector<std::string> HeldProjects() {
+  std::vector<std::string> out;
+  if (!IsDirectory(ProjectsDir())) return out;
+  for (const auto& name : ListDir(ProjectsDir())) {
+    if (HeldGitDirOf(Cat(ProjectsDir(), "/", name))) out.push_back(name);
+  }
+  return out;
+}
+
 bool AddHeldRemote(const std::string& name, const std::string& remote, const std::string& url) {
   return PlainRemoteUrl(url) &&
          HostGit({"--git-dir", HeldRepositoryDir(name), "remote", "add", remote, url}).ok();

@@ -103,6 +103,9 @@ void RefreshSandboxRepository(const SandboxRun& run, const std::string& name);
 // it (https, ssh, user@host:path). False when it is not, or git refuses.
 bool AddHeldRemote(const std::string& name, const std::string& remote, const std::string& url);
 
+// The shared projects whose repositories are held (by name).
+std::vector<std::string> HeldProjects();
+
 // Removes the held repository of a project that is gone (ss delete).
 void RemoveHeldRepository(const std::string& name);
 

@@ -13,6 +13,8 @@
 #include "fd.hpp"
 #include "folders.hpp"
 #include "fs.hpp"
+#include "git_layer.hpp"
+#include "held_repository.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "resources.hpp"
@@ -115,10 +117,12 @@ std::string RescueToHost(SshConnection& conn, const std::string& sandbox, const 
 
 UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, const Config& config,
                                bool force, std::string_view action) {
-  if (!AnyCopySources(config)) return;
+  std::vector<std::string> held = HeldProjects();
+  if (!AnyCopySources(config) && held.empty()) return;
   Sandbox& sandbox = get_sandbox();
   sandbox_ = sandbox.name();
   if (!sandbox.exists()) return;
+  if (!AnyCopySources(config) && !sandbox.shares().projects) return;
   conn_ = sandbox.TryConnect();
   if (!conn_) {
     try {
@@ -134,6 +138,14 @@ UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, con
       Warn(Cat("could not look for working copies with changes not yet applied: ", e.what()));
       return;
     }
+  }
+  if (sandbox.shares().projects) {
+    for (const auto& name : held) {
+      LayerPlace place = SharedLayer(name, Cat(ProjectsDir(), "/", name));
+      ExecResult listed = conn_->Exec(LayerBranchesArgv(place));
+      if (listed.status == 0 && !NothingToFetch(place, listed.out)) commits_.push_back(name);
+    }
+    config_ = std::make_unique<Config>(config);
   }
   work_ = FindUnapplied(*conn_, config, sandbox_);
   if (work_.empty() || force) return;
@@ -172,6 +184,13 @@ std::vector<std::string> UnappliedGuard::Save() {
   for (const auto& w : work_) {
     std::string path = RescueToHost(*conn_, sandbox_, w.project, {w.project});
     saved.push_back(Cat("Saved the working copy of '", w.project, "' first: ", DisplayPath(path)));
+  }
+  for (const auto& name : commits_) {
+    LayerPlace place = SharedLayer(name, Cat(ProjectsDir(), "/", name));
+    FetchReport report = FetchGitLayer(*conn_, *config_, place, sandbox_);
+    for (const auto& line : FetchLines(report)) {
+      saved.push_back(Cat("Fetched the commits of '", name, "' first: ", line));
+    }
   }
   return saved;
 }

@@ -73,13 +73,18 @@ class UnappliedGuard {
   // What becomes of the projects (of the folder, for a folder's own sandbox), for the question:
   // "Projects in ~/… are NOT affected.", and which working copies are saved to the host first.
   std::string ProjectsLine(const std::string& sandbox) const;
-  // Saves each copy; returns a line per archive ("Saved the working copy of 'app' first: …").
+  // Saves each copy, and fetches the commits of the sandbox's own repositories of shared
+  // projects that the host lacks (git_layer.hpp: nothing is lost, a branch moves only as ss
+  // fetch moves it); returns a line per archive ("Saved the working copy of 'app' first: …") and
+  // per branch fetched.
   std::vector<std::string> Save();
 
  private:
   std::string sandbox_;
   std::unique_ptr<SshConnection> conn_;
   std::vector<UnappliedWork> work_;
+  std::vector<std::string> commits_;  // shared projects whose sandbox repositories have some
+  std::unique_ptr<Config> config_;
 };
 
 }  // namespace ss

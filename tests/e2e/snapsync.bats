@@ -86,6 +86,24 @@ check_status() { jq -r --arg n "$1" '.checks[] | select(.name == $n) | .status' 
   assert_failure 66
 }
 
+@test "restore fetches first the commits of the sandbox's own repository of a shared project; nothing the agent committed is lost" {
+  ss new sn-shared >/dev/null
+  S="$SS_HOME/projects/sn-shared"
+  run ss snapshot sn-commits
+  assert_success
+  # Committed in a command (ss exec fetches nothing at its end), then the sandbox's disk goes back.
+  ss exec sn-shared -- sh -c 'echo x > x.txt && git add x.txt && git -c user.name=a -c user.email=a@a commit -qm "agent x"'
+  start=$(as_owner git -C "$S" rev-parse HEAD)
+  run --separate-stderr ss restore sn-commits --yes --timeout 300
+  assert_success
+  assert_line "Fetched the commits of 'sn-shared' first: main: fast-forwarded by 1 commit (${start:0:7}..$(as_owner git -C "$S" rev-parse --short=7 HEAD))"
+  assert_equal "$(as_owner git -C "$S" log -1 --format=%s)" "agent x"
+  # The restored sandbox's repository is made again from the host's branches.
+  run --separate-stderr ss exec sn-shared -- git log -1 --format=%s
+  assert_output "agent x"
+  ss snapshot delete sn-commits --yes >/dev/null
+}
+
 @test "working-copy mode: read-only source, writable copy on the sandbox's disk" {
   as_owner sh -c "echo one > '$P/a.txt'"
   run ss exec sn-app -- pwd
