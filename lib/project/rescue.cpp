@@ -171,6 +171,12 @@ std::string UnappliedGuard::ProjectsLine(const std::string& sandbox) const {
   std::string projects = folder ? Cat("The folder ", DisplayPath(folder->path))
                                 : Cat("Projects in ", DisplayPath(ProjectsDir()), "/");
   std::string are = folder ? " is NOT affected." : " are NOT affected.";
+  if (!commits_.empty()) {
+    std::vector<std::string> names;
+    for (const auto& c : commits_) names.push_back(Cat("'", c, "'"));
+    are += Cat("\nThe sandbox's commits in ", Join(names, ", "),
+               " are fetched to your repositories first.");
+  }
   if (work_.empty()) return Cat(projects, are);
   std::vector<std::string> names;
   for (const auto& w : work_) names.push_back(Cat("'", w.project, "'"));
