@@ -13,6 +13,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "fs_at.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 #include "process.hpp"
@@ -49,27 +50,44 @@ void GiveToOwner(const std::string& path) {
   ChownTree(path, o.uid, o.gid);
 }
 
-void WriteGitFile(const std::string& dir, const std::string& name) {
-  std::string path = dir + "/.git";
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+// The project folder `dir`, opened as itself: never through a link (the sandbox may have put one
+// in its place, leading anywhere on the host). Every change ss makes to its .git goes through it.
+Fd OpenProjectFolder(const std::string& dir) {
+  Fd parent(::open(Dirname(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent.ok()) PathError("open", Dirname(dir), errno);
+  Fd fd(OpenDirAt(parent.get(), Basename(dir)));
   if (!fd.ok()) {
-    throw Error(kExitIoErr, Cat("cannot write ", DisplayPath(path), ": ", std::strerror(errno)));
+    int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      throw Error(kExitIoErr, Cat(DisplayPath(dir), " is not a folder (a link, or a file)"), {},
+                  {"a sandbox may have put it there: look at it, move it away, and put the "
+                   "project's folder back"});
+    }
+    PathError("open", dir, err);
   }
-  WriteAll(fd.get(), HeldGitFile(name), path);
-  GiveToOwner(path);
+  return fd;
 }
 
-// Moves what stands at dir/.git aside, under a name no git reads. Returns the line saying so.
-std::string SetAside(const std::string& dir, std::string_view what) {
-  std::string from = dir + "/.git";
+void WriteGitFile(int dir_fd, const std::string& dir, const std::string& name) {
+  Fd fd(::openat(dir_fd, ".git", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.ok()) PathError("write", dir + "/.git", errno);
+  WriteAll(fd.get(), HeldGitFile(name), dir + "/.git");
+  if (::geteuid() == 0) {
+    Owner o = ProjectsIds();
+    if (::fchown(fd.get(), o.uid, o.gid) != 0) PathError("give", dir + "/.git", errno);
+  }
+}
+
+// Moves what stands at .git aside, under a name no git reads, never over anything. Returns the
+// line saying so.
+std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) {
   for (int i = 0;; ++i) {
-    std::string to = Cat(from, ".refused-", std::time(nullptr), i ? Cat("-", i) : "");
-    if (PathExists(to)) continue;
-    if (::rename(from.c_str(), to.c_str()) != 0) {
-      throw Error(kExitIoErr,
-                  Cat("cannot move ", DisplayPath(from), " aside: ", std::strerror(errno)));
+    std::string to = Cat(".git.refused-", std::time(nullptr), i ? Cat("-", i) : "");
+    if (RenameNoReplace(dir_fd, ".git", to)) {
+      return Cat("set aside ", what,
+                 " found in place of the project's .git file: ", DisplayPath(Cat(dir, "/", to)));
     }
-    return Cat("set aside ", what, " found in place of the project's .git file: ", DisplayPath(to));
+    if (i > 100) PathError("move aside", dir + "/.git", EEXIST);
   }
 }
 
@@ -81,11 +99,12 @@ bool PlainRemoteUrl(std::string_view url) {
           url.find(':') != std::string_view::npos && url.front() != '-');
 }
 
-// A new repository at `held` of `found`'s branches, tags and HEAD only (see HoldRepository).
-void TakeIn(const std::string& found, const std::string& held) {
+// A new repository at `held` of the branches, tags and HEAD only of the repository `found`,
+// which is out of the sandbox's reach while it is read (see HoldRepository). `shown` names it.
+void TakeIn(const std::string& found, const std::string& held, const std::string& shown) {
   std::string tmp = Cat(held, ".new");
   if (PathExists(tmp)) RemoveTree(tmp);
-  std::string what = Cat("cannot take in the repository in ", DisplayPath(found));
+  std::string what = Cat("cannot take in the repository in ", shown);
   GitOut({"init", "--quiet", "--bare", tmp}, what);
   GitOut({"--git-dir", tmp, "config", "core.bare", "false"}, what);
   // Served by the host's git-upload-pack, which runs nothing the served repository names.
@@ -98,7 +117,7 @@ void TakeIn(const std::string& found, const std::string& held) {
     throw Error(kExitIoErr, what, {std::string(Trim(fetched.err))});
   }
   auto head = ReadFileIfExists(found + "/HEAD");
-  std::string ref = head ? std::string(Trim(*head)) : "";
+  std::string ref = head && head->size() < 4096 ? std::string(Trim(*head)) : "";
   if (ref.rfind("ref: refs/heads/", 0) == 0 && HostGit({"check-ref-format", ref.substr(5)}).ok()) {
     HostGit({"--git-dir", tmp, "symbolic-ref", "HEAD", ref.substr(5)});
   }
@@ -133,6 +152,7 @@ std::optional<std::string> HeldGitDirOf(const std::string& dir) {
   }
   struct stat st;
   std::string held = HeldRepositoryDir(name);
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
   if (::lstat((dir + "/.git").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return std::nullopt;
   if (::lstat(held.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
   return held;
@@ -142,81 +162,99 @@ std::string GitDirOf(const std::string& dir) { return HeldGitDirOf(dir).value_or
 
 Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted) {
   Holding h;
-  std::string path = dir + "/.git";
+  Fd project = OpenProjectFolder(dir);
+  int pfd = project.get();
   std::string held = HeldRepositoryDir(name);
   bool have_held = IsDirectory(held);
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) {
-      throw Error(kExitIoErr, Cat("cannot read ", DisplayPath(path), ": ", std::strerror(errno)));
-    }
+  if (::fstatat(pfd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT) PathError("read", dir + "/.git", errno);
     if (!have_held) return h;
-    WriteGitFile(dir, name);
-    h.said.push_back(Cat("put back the project's .git file, which was gone"));
+    WriteGitFile(pfd, dir, name);
+    h.said.push_back("put back the project's .git file, which was gone");
     h.state = Holding::State::kHeld;
     return h;
   }
-  if (S_ISREG(st.st_mode) && st.st_size <= 4096) {
-    auto text = ReadFileIfExists(path);
-    if (text && *text == HeldGitFile(name) && have_held) {
+  if (S_ISREG(st.st_mode)) {
+    std::string problem;
+    auto text = ReadSmallFileAt(pfd, ".git", 4096, &problem);
+    if (text && problem.empty() && *text == HeldGitFile(name) && have_held) {
       h.state = Holding::State::kHeld;
       return h;
     }
   }
   if (!S_ISDIR(st.st_mode)) {
-    h.said.push_back(SetAside(dir, S_ISREG(st.st_mode)   ? "a .git file"
-                                   : S_ISLNK(st.st_mode) ? "a link"
-                                                         : "a special file"));
+    h.said.push_back(SetAside(pfd, dir,
+                              S_ISREG(st.st_mode)   ? "a .git file"
+                              : S_ISLNK(st.st_mode) ? "a link"
+                                                    : "a special file"));
     if (!have_held) return h;
-    WriteGitFile(dir, name);
+    WriteGitFile(pfd, dir, name);
     h.state = Holding::State::kHeld;
     return h;
   }
   // A .git folder.
   if (have_held && !trusted) {
-    h.said.push_back(SetAside(dir, "a .git folder"));
-    WriteGitFile(dir, name);
+    h.said.push_back(SetAside(pfd, dir, "a .git folder"));
+    WriteGitFile(pfd, dir, name);
     h.state = Holding::State::kHeld;
     return h;
   }
+  EnsureRepositoriesDir();
   if (have_held) {
     // Left by a project of the same name that was removed by hand: kept, under another name.
     std::string old = Cat(held, ".old-", std::time(nullptr));
-    if (::rename(held.c_str(), old.c_str()) != 0) {
-      throw Error(kExitIoErr,
-                  Cat("cannot move ", DisplayPath(held), " aside: ", std::strerror(errno)));
-    }
+    if (::rename(held.c_str(), old.c_str()) != 0) PathError("move aside", held, errno);
     h.said.push_back(Cat("an older repository of that name was set aside: ", DisplayPath(old)));
   }
-  EnsureRepositoriesDir();
   if (!trusted) {
-    TakeIn(path, held);
+    // Out of the shared folder first, where the sandbox can change nothing of it while it is read.
+    std::string found = Cat(held, ".found");
+    if (PathExists(found)) RemoveTree(found);
+    if (::renameat(pfd, ".git", AT_FDCWD, found.c_str()) != 0) {
+      PathError("move", dir + "/.git", errno);
+    }
+    try {
+      TakeIn(found, held, DisplayPath(dir + "/.git"));
+    } catch (...) {
+      ::renameat(AT_FDCWD, found.c_str(), pfd, ".git");
+      throw;
+    }
     GiveToOwner(held);
     h.said.push_back(
-        Cat("took in the repository found in ", DisplayPath(path),
+        Cat("took in the repository found in ", DisplayPath(dir + "/.git"),
             " as branches, tags and HEAD only (its settings and hooks are not used); its "
             "repository is now ",
             DisplayPath(held)));
-    h.said.push_back(SetAside(dir, "the .git folder"));
-    WriteGitFile(dir, name);
+    // What was found goes back beside the project, under a name no git reads.
+    for (int i = 0;; ++i) {
+      std::string to = Cat(".git.refused-", std::time(nullptr), i ? Cat("-", i) : "");
+      if (::renameat(AT_FDCWD, found.c_str(), pfd, to.c_str()) == 0) {
+        h.said.push_back(
+            Cat("set aside the .git folder found there: ", DisplayPath(dir + "/" + to)));
+        break;
+      }
+      if (errno != EEXIST && errno != ENOTEMPTY) {
+        h.said.push_back(Cat("kept the .git folder found there in ", DisplayPath(found)));
+        break;
+      }
+    }
+    WriteGitFile(pfd, dir, name);
     h.state = Holding::State::kHeld;
     return h;
   }
-  if (IsDirectory(path + "/modules")) {
+  if (::fstatat(pfd, ".git/modules", &st, AT_SYMLINK_NOFOLLOW) == 0) {
     h.state = Holding::State::kLeft;
     h.why = "it has submodules, whose checkouts lead into it";
     return h;
   }
-  if (::rename(path.c_str(), held.c_str()) != 0) {
-    if (errno != EXDEV) {
-      throw Error(kExitIoErr, Cat("cannot move ", DisplayPath(path), " to ", DisplayPath(held),
-                                  ": ", std::strerror(errno)));
-    }
+  if (::renameat(pfd, ".git", AT_FDCWD, held.c_str()) != 0) {
+    if (errno != EXDEV) PathError("move", dir + "/.git", errno);
     h.state = Holding::State::kLeft;
     h.why = Cat("it is on another filesystem than ", DisplayPath(RepositoriesDir()));
     return h;
   }
-  WriteGitFile(dir, name);
+  WriteGitFile(pfd, dir, name);
   // Linked worktrees record where the repository was.
   if (IsDirectory(held + "/worktrees")) {
     HostGit({"--git-dir", held, "--work-tree", dir, "worktree", "repair"});

@@ -811,6 +811,19 @@ host_git_everything() {
   run as_owner git -C "$SS_HOME/repositories/ho-plain" config --get core.fsmonitor
   assert_failure
   host_git_everything ho-plain "$t"
+  # A project's folder replaced by a link to another repository of the host's: never followed,
+  # nothing of it taken in (it would reach the sandbox with the next session).
+  secret="$E2E_ROOT/secret-repo"
+  as_owner git init -q "$secret"
+  as_owner git -C "$secret" -c user.name=h -c user.email=h@h commit -q --allow-empty -m secret
+  mkdir "$SS_HOME/projects/ho-link"
+  in_sandbox "cd ~/projects && mv ho-link ho-link-away && ln -s '$secret' ho-link"
+  for cmd in "fetch ho-link" "ho-link -- true"; do
+    run --separate-stderr ss $cmd
+    assert_failure
+    [ ! -e "$SS_HOME/repositories/ho-link" ] || { echo "$cmd: $stderr"; false; }
+  done
+  [ -d "$secret/.git" ]
 }
 
 @test "fetch: nothing of the sandbox's git runs on the host, whatever its repository says; a bad pack or object is refused whole" {

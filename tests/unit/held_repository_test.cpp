@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.hpp"
 #include "fs.hpp"
 #include "gtest/gtest.h"
 #include "output.hpp"
@@ -128,6 +129,24 @@ TEST_F(HeldRepositoryTest, AnOriginThatWouldRunAProgramIsNotTakenIn) {
   Git({"-C", dir_, "remote", "set-url", "origin", "ext::sh -c touch% /tmp/pwned"});
   HoldRepository(dir_, "app", false);
   EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "remote", "get-url", "origin"}).ok());
+}
+
+TEST_F(HeldRepositoryTest, AProjectFolderReplacedByALinkIsNeverFollowed) {
+  // Another repository of the host's, which a link in the project's place would lead to.
+  std::string secret = home_.path() + "/secret";
+  MakeRepository(secret);
+  ASSERT_EQ(::rmdir(dir_.c_str()), 0);
+  ASSERT_EQ(::symlink(secret.c_str(), dir_.c_str()), 0);
+  try {
+    HoldRepository(dir_, "app", false);
+    FAIL() << "a link was followed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kExitIoErr);
+    EXPECT_NE(std::string(e.what()).find("is not a folder"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(PathExists(Held()));
+  EXPECT_TRUE(IsDirectory(secret + "/.git"));
+  EXPECT_FALSE(HeldGitDirOf(dir_));
 }
 
 TEST_F(HeldRepositoryTest, SubmodulesKeepTheRepositoryInTheFolder) {
