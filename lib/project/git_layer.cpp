@@ -195,21 +195,19 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
 }
 
 // The sandbox's branches as LayerBranchesArgv lists them, named as the host keeps them
-// ("refs/remotes/sandbox/X\tCOMMIT" lines).
+// ("refs/remotes/sandbox/X\tCOMMIT" lines, as Git() returns them: no newline at the end).
 std::string AsSandboxRefs(const std::string& listing) {
-  std::string out;
+  std::vector<std::string> out;
   for (const auto& line : SplitLines(listing)) {
     if (line.rfind("refs/heads/", 0) != 0 || line.rfind("refs/heads/HEAD\t", 0) == 0) continue;
-    out += Cat(kSandboxRefs, line.substr(11), "\n");
+    out.push_back(Cat(kSandboxRefs, line.substr(11)));
   }
-  return out;
+  return Join(out, "\n");
 }
 
-// Whether each branch the sandbox lists is a branch of the host's already, at the same commit.
-bool AllBranchesThere(const std::string& dir, const std::string& listing) {
-  std::vector<std::string> heads =
-      SplitLines(Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", "refs/heads/"})
-                     .value_or(""));
+// Whether each branch the sandbox lists is a branch of the host's already, at the same commit,
+// by `heads` ("refs/heads/X\tCOMMIT" lines).
+bool AllBranchesThere(const std::vector<std::string>& heads, const std::string& listing) {
   for (const auto& line : SplitLines(listing)) {
     if (line.rfind("refs/heads/HEAD\t", 0) == 0) continue;
     if (std::find(heads.begin(), heads.end(), line) == heads.end()) return false;
@@ -229,10 +227,15 @@ std::vector<std::string> LayerBranchesArgv(const LayerPlace& place) {
 }
 
 bool NothingToFetch(const LayerPlace& place, const std::string& listing) {
-  const std::string& dir = place.host_dir;
-  std::string given =
-      Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)", kSandboxRefs}).value_or("");
-  return AsSandboxRefs(listing) == given && AllBranchesThere(dir, listing);
+  // The host's branches and what the last fetch took, in one listing.
+  std::vector<std::string> heads, given;
+  for (const auto& line :
+       SplitLines(Git(place.host_dir, {"for-each-ref", "--format=%(refname)%09%(objectname)",
+                                       "refs/heads/", kSandboxRefs})
+                      .value_or(""))) {
+    (line.rfind(kSandboxRefs, 0) == 0 ? given : heads).push_back(line);
+  }
+  return AsSandboxRefs(listing) == Join(given, "\n") && AllBranchesThere(heads, listing);
 }
 
 bool SeedGitLayer(SshConnection& conn, const Config& config, const CopySource& source) {
@@ -310,7 +313,7 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
   ask.max_output = 1 << 20;
   ExecResult listed = conn.Exec(LayerBranchesArgv(place), ask);
   bool same = listed.status == 0 && !listed.over_limit && AsSandboxRefs(listed.out) == given;
-  if (same && AllBranchesThere(dir, listed.out)) return report;
+  if (same && NothingToFetch(place, listed.out)) return report;
   ProcessResult fetched;
   if (!same) {
     fetched = Run(GitArgv(

@@ -357,8 +357,11 @@ void RefreshSandboxRepository(const SandboxRun& run, const std::string& name) {
     auto space = line.find(' ');
     if (space != std::string::npos) host[line.substr(0, space)] = line.substr(space + 1);
   }
-  ProcessResult head_ref = HostGit({"--git-dir", held, "symbolic-ref", "-q", "HEAD"});
-  std::string head = head_ref.ok() ? std::string(Trim(head_ref.out)) : "";
+  // HEAD as the file says it (a branch, or nothing the sandbox's repository takes).
+  auto head_file = ReadFileIfExists(held + "/HEAD");
+  std::string head = head_file && head_file->rfind("ref: refs/heads/", 0) == 0
+                         ? std::string(Trim(head_file->substr(5)))
+                         : "";
   // What the sandbox's repository last had of the host's, as it says.
   SandboxOutput had = RunCaptured(run, ScriptArgv("sh", "shared-git.sh", {"--refs", layer}));
   if (had.status != 0) {
