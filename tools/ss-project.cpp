@@ -85,6 +85,8 @@ GitHubRepo CreateWhereLoggedIn(const Project& p, bool is_private) {
       Debug(Cat("gh ", in_sandbox->Where(), ": ", e.what(), "; trying on the host"));
     }
   }
+  // The .git file is put back first, if the sandbox changed it.
+  HoldForUse(p.path, p.name);
   HostRunner on_host(p.path);
   return CreateGitHubRepo(on_host, p.name, is_private);
 }

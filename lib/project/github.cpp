@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "error.hpp"
+#include "held_repository.hpp"
 #include "json_out.hpp"
 #include "strings.hpp"
 
@@ -31,6 +32,11 @@ ProcessResult HostRunner::Run(const std::vector<std::string>& argv) {
   options.env = {{"GH_PROMPT_DISABLED", "1"}, {"NO_COLOR", "1"}};
   // Under sudo, ss (root) leaves projects to the user who ran sudo (see ProjectsOwner); git, run
   // by gh as root, must still accept this one repository.
+  // A held repository is named to git (held_repository.hpp), never found through the .git file
+  // in the shared folder.
+  if (auto held = HeldGitDirOf(dir_)) {
+    options.env.insert(options.env.end(), {{"GIT_DIR", *held}, {"GIT_WORK_TREE", dir_}});
+  }
   struct stat st;
   if (::stat(dir_.c_str(), &st) == 0 && st.st_uid != ::geteuid()) {
     options.env.insert(options.env.end(), {{"GIT_CONFIG_COUNT", "1"},

@@ -80,59 +80,47 @@ void WriteGitFile(int dir_fd, const std::string& dir, const std::string& name) {
 
 // Moves what stands at .git aside, under a name no git reads, never over anything. Returns the
 // line saying so.
-std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) {
+// Moves `dir`'s .git (opened as `dir_fd`) to .git.refused-TIME there; returns where, shown.
+std::string MoveAside(int dir_fd, const std::string& dir) {
   for (int i = 0;; ++i) {
     std::string to = Cat(".git.refused-", std::time(nullptr), i ? Cat("-", i) : "");
-    if (RenameNoReplace(dir_fd, ".git", to)) {
-      return Cat("set aside ", what,
-                 " found in place of the project's .git file: ", DisplayPath(Cat(dir, "/", to)));
-    }
+    if (RenameNoReplace(dir_fd, ".git", to)) return DisplayPath(Cat(dir, "/", to));
     if (i > 100) PathError("move aside", dir + "/.git", EEXIST);
   }
 }
 
-// Only an address git reaches without running anything named in it.
-bool PlainRemoteUrl(std::string_view url) {
-  if (url.find_first_of(" \t\r\n\"'\\`$;|&<>") != std::string_view::npos) return false;
-  return url.rfind("https://", 0) == 0 || url.rfind("ssh://", 0) == 0 ||
-         (url.find("://") == std::string_view::npos && url.find('@') != std::string_view::npos &&
-          url.find(':') != std::string_view::npos && url.front() != '-');
-}
-
-// A new repository at `held` of the branches, tags and HEAD only of the repository `found`,
-// which is out of the sandbox's reach while it is read (see HoldRepository). `shown` names it.
-void TakeIn(const std::string& found, const std::string& held, const std::string& shown) {
-  std::string tmp = Cat(held, ".new");
-  if (PathExists(tmp)) RemoveTree(tmp);
-  std::string what = Cat("cannot take in the repository in ", shown);
-  GitOut({"init", "--quiet", "--bare", tmp}, what);
-  GitOut({"--git-dir", tmp, "config", "core.bare", "false"}, what);
-  // Served by the host's git-upload-pack, which runs nothing the served repository names.
-  ProcessResult fetched =
-      HostGit({"--git-dir", tmp, "-c", "fetch.fsckObjects=true", "fetch", "--quiet", "--no-tags",
-               "--no-write-fetch-head", Cat("file://", found), "+refs/heads/*:refs/heads/*",
-               "+refs/tags/*:refs/tags/*"});
-  if (!fetched.ok()) {
-    RemoveTree(tmp);
-    throw Error(kExitIoErr, what, {std::string(Trim(fetched.err))});
-  }
-  auto head = ReadFileIfExists(found + "/HEAD");
-  std::string ref = head && head->size() < 4096 ? std::string(Trim(*head)) : "";
-  if (ref.rfind("ref: refs/heads/", 0) == 0 && HostGit({"check-ref-format", ref.substr(5)}).ok()) {
-    HostGit({"--git-dir", tmp, "symbolic-ref", "HEAD", ref.substr(5)});
-  }
-  ProcessResult url = HostGit({"config", "--file", found + "/config", "remote.origin.url"});
-  if (url.ok() && PlainRemoteUrl(Trim(url.out))) {
-    HostGit({"--git-dir", tmp, "remote", "add", "origin", std::string(Trim(url.out))});
-  }
-  if (::rename(tmp.c_str(), held.c_str()) != 0) {
-    int err = errno;
-    RemoveTree(tmp);
-    throw Error(kExitIoErr, Cat(what, ": ", std::strerror(err)));
-  }
+std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) {
+  return Cat("set aside ", what,
+             " found in place of the project's .git file: ", MoveAside(dir_fd, dir));
 }
 
 }  // namespace
+
+bool PlainRemoteUrl(std::string_view url) {
+  auto plain = [](std::string_view part, std::string_view also) {
+    return !part.empty() && part.front() != '-' &&
+           part.find_first_not_of(Cat("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789.-",
+                                      also)) == std::string_view::npos;
+  };
+  if (url.empty() || url.find_first_of(" \t\r\n\"'\\`$;|&<>") != std::string_view::npos)
+    return false;
+  for (std::string_view scheme : {"https://", "ssh://"}) {
+    if (url.rfind(scheme, 0) != 0) continue;
+    std::string_view rest = url.substr(scheme.size());
+    std::string_view authority = rest.substr(0, rest.find('/'));
+    auto at = authority.rfind('@');
+    std::string_view host = at == std::string_view::npos ? authority : authority.substr(at + 1);
+    return plain(host.substr(0, host.find(':')), "") && rest.find('/') != std::string_view::npos;
+  }
+  // user@host:path, the form git reads as ssh only when no '/' comes before the ':'.
+  auto colon = url.find(':');
+  if (colon == std::string_view::npos || url.find("::") != std::string_view::npos) return false;
+  std::string_view user_host = url.substr(0, colon);
+  auto at = user_host.find('@');
+  return at != std::string_view::npos && plain(user_host.substr(0, at), "_") &&
+         plain(user_host.substr(at + 1), "") && colon + 1 < url.size();
+}
 
 std::string HeldRepositoryDir(const std::string& name) { return Cat(RepositoriesDir(), "/", name); }
 std::string SandboxRepositoryDir(const std::string& name) {
@@ -150,10 +138,9 @@ std::optional<std::string> HeldGitDirOf(const std::string& dir) {
   if (!IsValidProjectName(name) || (parent != ProjectsDir() && parent != CopyProjectsDir())) {
     return std::nullopt;
   }
+  // Whatever stands at dir/.git (the sandbox may have put a folder there a moment ago).
   struct stat st;
   std::string held = HeldRepositoryDir(name);
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
-  if (::lstat((dir + "/.git").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return std::nullopt;
   if (::lstat(held.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
   return held;
 }
@@ -200,53 +187,28 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
     h.state = Holding::State::kHeld;
     return h;
   }
-  EnsureRepositoriesDir();
-  if (have_held) {
-    // Left by a project of the same name that was removed by hand: kept, under another name.
-    std::string old = Cat(held, ".old-", std::time(nullptr));
-    if (::rename(held.c_str(), old.c_str()) != 0) PathError("move aside", held, errno);
-    h.said.push_back(Cat("an older repository of that name was set aside: ", DisplayPath(old)));
-  }
   if (!trusted) {
-    // Out of the shared folder first, where the sandbox can change nothing of it while it is read.
-    std::string found = Cat(held, ".found");
-    if (PathExists(found)) RemoveTree(found);
-    if (::renameat(pfd, ".git", AT_FDCWD, found.c_str()) != 0) {
-      PathError("move", dir + "/.git", errno);
-    }
-    try {
-      TakeIn(found, held, DisplayPath(dir + "/.git"));
-    } catch (...) {
-      ::renameat(AT_FDCWD, found.c_str(), pfd, ".git");
-      throw;
-    }
-    GiveToOwner(held);
-    h.said.push_back(
-        Cat("took in the repository found in ", DisplayPath(dir + "/.git"),
-            " as branches, tags and HEAD only (its settings and hooks are not used); its "
-            "repository is now ",
-            DisplayPath(held)));
-    // What was found goes back beside the project, under a name no git reads.
-    for (int i = 0;; ++i) {
-      std::string to = Cat(".git.refused-", std::time(nullptr), i ? Cat("-", i) : "");
-      if (::renameat(AT_FDCWD, found.c_str(), pfd, to.c_str()) == 0) {
-        h.said.push_back(
-            Cat("set aside the .git folder found there: ", DisplayPath(dir + "/" + to)));
-        break;
-      }
-      if (errno != EEXIST && errno != ENOTEMPTY) {
-        h.said.push_back(Cat("kept the .git folder found there in ", DisplayPath(found)));
-        break;
-      }
-    }
-    WriteGitFile(pfd, dir, name);
-    h.state = Holding::State::kHeld;
+    // Maybe the sandbox's: never read on the host (git would follow its links, alternates and
+    // common directory anywhere the user can read). Set aside whole.
+    std::string at = MoveAside(pfd, dir);
+    h.said.push_back(Cat("set aside a .git folder of a project whose repository ss did not hold ",
+                         "(the sandbox may have made it): ", at));
+    h.said.push_back(Cat("if you made it yourself, give it to ss: mv ", at, " ", DisplayPath(held),
+                         " && printf 'gitdir: ../../repositories/", name, "\\n' > ",
+                         DisplayPath(dir), "/.git"));
     return h;
   }
   if (::fstatat(pfd, ".git/modules", &st, AT_SYMLINK_NOFOLLOW) == 0) {
     h.state = Holding::State::kLeft;
     h.why = "it has submodules, whose checkouts lead into it";
     return h;
+  }
+  EnsureRepositoriesDir();
+  if (have_held) {
+    // Left by a project of the same name that was removed by hand: kept, under another name.
+    std::string old = Cat(held, ".old-", std::time(nullptr));
+    if (::rename(held.c_str(), old.c_str()) != 0) PathError("move aside", held, errno);
+    h.said.push_back(Cat("an older repository of that name was set aside: ", DisplayPath(old)));
   }
   if (::renameat(pfd, ".git", AT_FDCWD, held.c_str()) != 0) {
     if (errno != EXDEV) PathError("move", dir + "/.git", errno);
@@ -287,6 +249,13 @@ void HoldAllRepositories() {
 
 Holding HoldForUse(const std::string& dir, const std::string& name) {
   HoldAllRepositories();
+  // A repository over every project that has none of its own: the sandbox's, if anyone's.
+  Fd projects(::open(ProjectsDir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st;
+  if (projects.ok() && ::fstatat(projects.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    Warn(Cat("set aside a .git found in the projects folder itself: ",
+             MoveAside(projects.get(), ProjectsDir())));
+  }
   Holding h = HoldRepository(dir, name, false);
   for (const auto& line : h.said) Warn(Cat("project '", name, "': ", line));
   if (h.state == Holding::State::kLeft) {

@@ -24,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ss {
@@ -60,8 +61,8 @@ struct Holding {
 //     folder whole (hooks and settings included), unless it has submodules, or that folder is
 //     on another filesystem: then it is left (kLeft);
 //   - any other .git folder, one that appeared in a shared folder and may be the sandbox's, is
-//     taken in as objects and refs only (with HEAD, and origin's address when it is an https or
-//     ssh one): nothing of its settings or hooks; the folder itself is set aside;
+//     set aside and never read on the host (git would follow its links, alternates and common
+//     directory anywhere the user can read); a line says how to give it to ss by hand;
 //   - a .git file that is not ss's, a link, or anything else in its place is set aside, and the
 //     .git file put back.
 // Throws ss::Error(74) when a file cannot be moved or written.
@@ -98,9 +99,12 @@ SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>&
 // lacks otherwise. Throws ss::Error(74) when the host's git fails, 255 when the sandbox does.
 void RefreshSandboxRepository(const SandboxRun& run, const std::string& name);
 
+// Whether `url` is an address git reaches over the network without running anything named in
+// it: https://HOST/..., ssh://HOST/..., or USER@HOST:PATH; never a local path nor a
+// "helper::" transport.
+bool PlainRemoteUrl(std::string_view url);
 // Gives held project `name`'s repository the remote `remote` at `url` (the one gh made in the
-// sandbox's repository), when the address is one git reaches without running anything named in
-// it (https, ssh, user@host:path). False when it is not, or git refuses.
+// sandbox's repository) when it is such an address. False when it is not, or git refuses.
 bool AddHeldRemote(const std::string& name, const std::string& remote, const std::string& url);
 
 // The shared projects whose repositories are held (by name).

@@ -772,9 +772,24 @@ host_git_everything() {
   # Commits made on the host reach the sandbox's repository before its next session.
   run --separate-stderr ss ho-held -- git log --format=%s -1
   assert_output "host"
+  # A process left running puts a repository with hooks in the .git file's place whenever ss puts
+  # the file back: ss's own git, fetching at the session's end, never follows it.
+  run --separate-stderr ss ho-held -- sh -c "git init -q --bare /tmp/evilgit && git --git-dir=/tmp/evilgit config core.bare false &&
+    for h in reference-transaction post-merge post-checkout post-rewrite; do printf '#!/bin/sh\ntouch $t/pwned-race-\$0\n' > /tmp/evilgit/hooks/\$h; chmod +x /tmp/evilgit/hooks/\$h; done &&
+    git --git-dir=/tmp/evilgit config core.fsmonitor 'touch $t/pwned-race-fsmonitor; false' &&
+    echo three > three.txt && git add three.txt && git -c user.name=a -c user.email=a@a commit -q --no-verify -m three &&
+    setsid sh -c 'while :; do if [ -f .git ]; then rm -f .git; cp -r /tmp/evilgit .git; fi; sleep 0.005; done' </dev/null >/dev/null 2>&1 &
+    sleep 0.3"
+  assert_success
+  [[ "$stderr" == *"Fetched from the sandbox: main: fast-forwarded by 1 commit"* ]] || { echo "$stderr"; false; }
+  in_sandbox "pkill -f 'cp -r /tmp/evilgi[t]' || true"
+  assert_equal "$(as_owner git --git-dir="$SS_HOME/repositories/ho-held" log --format=%s -1)" "three"
+  run --separate-stderr ss fetch ho-held
+  assert_success
+  host_git_everything ho-held "$t"
 }
 
-@test "a shared project's .git replaced from inside by a folder, a file or a link is set aside before the host's git runs there again; a repository made inside is never taken in whole" {
+@test "a shared project's .git replaced from inside by a folder, a file or a link is set aside before the host's git runs there again; a repository made inside is set aside, never read" {
   t="$BATS_TEST_TMPDIR"
   chmod 777 "$t"
   ss new ho-swap >/dev/null
@@ -802,15 +817,23 @@ host_git_everything() {
   assert_success
   [[ "$stderr" == *"put back the project's .git file, which was gone"* ]] || { echo "$stderr"; false; }
   host_git_everything ho-swap "$t"
-  # The sandbox's own repository of a project that had none is not taken in whole: only its
-  # branches, tags and HEAD, its settings left behind.
+  # A repository made inside in a project that had none is set aside, never read on the host (its
+  # alternates and common directory would lead the host's git to any repository of the user's,
+  # and ss would hand those to the sandbox).
   mkdir "$SS_HOME/projects/ho-plain"
-  in_sandbox "cd ~/projects/ho-plain && $evil && mv /tmp/evil/.git .git && echo x > x && git add x && git -c user.name=a -c user.email=a@a commit -qm x --no-verify"
+  in_sandbox "cd ~/projects/ho-plain && $evil && mv /tmp/evil/.git .git && echo x > x && git add x && git -c user.name=a -c user.email=a@a commit -qm x --no-verify &&
+    echo '$SS_HOME/repositories/ho-swap/objects' > .git/objects/info/alternates"
   run --separate-stderr ss ho-plain -- true
-  [[ "$stderr" == *"took in the repository found in ~/super-sandbox/projects/ho-plain/.git as branches, tags and HEAD only"* ]] || { echo "$stderr"; false; }
-  run as_owner git -C "$SS_HOME/repositories/ho-plain" config --get core.fsmonitor
+  [[ "$stderr" == *"set aside a .git folder of a project whose repository ss did not hold (the sandbox may have made it): ~/super-sandbox/projects/ho-plain/.git.refused-"* ]] || { echo "$stderr"; false; }
+  [ ! -e "$SS_HOME/repositories/ho-plain" ]
+  [ ! -e "$SS_HOME/projects/ho-plain/.git" ]
+  # A .git in the projects folder itself, over every project without one: set aside.
+  in_sandbox "cd ~/projects && $evil && mv /tmp/evil/.git .git"
+  run --separate-stderr ss ho-plain -- true
+  [[ "$stderr" == *"set aside a .git found in the projects folder itself: ~/super-sandbox/projects/.git.refused-"* ]] || { echo "$stderr"; false; }
+  run as_owner git -C "$SS_HOME/projects/ho-plain" status
   assert_failure
-  host_git_everything ho-plain "$t"
+  [ -z "$(ls "$t" | grep pwned)" ]
   # A project's folder replaced by a link to another repository of the host's: never followed,
   # nothing of it taken in (it would reach the sandbox with the next session).
   secret="$E2E_ROOT/secret-repo"

@@ -96,6 +96,8 @@ TEST_F(HeldRepositoryTest, WhateverStandsInPlaceOfTheGitFileIsSetAside) {
   put_back("set aside a link");
   ::unlink((dir_ + "/.git").c_str());
   MakeDirs(dir_ + "/.git/hooks");
+  // Meanwhile the host's git is still pointed at the held repository, never at that folder.
+  EXPECT_EQ(HeldGitDirOf(dir_).value_or(""), Held());
   put_back("set aside a .git folder");
   ::unlink((dir_ + "/.git").c_str());
   put_back("put back the project's .git file");
@@ -109,26 +111,36 @@ TEST_F(HeldRepositoryTest, WhateverStandsInPlaceOfTheGitFileIsSetAside) {
   EXPECT_EQ(HeldGitDirOf(dir_).value_or(""), Held());
 }
 
-TEST_F(HeldRepositoryTest, ARepositoryThatMayBeTheSandboxsIsTakenInAsBranchesOnly) {
+TEST_F(HeldRepositoryTest, ARepositoryThatMayBeTheSandboxsIsSetAsideNeverRead) {
   MakeRepository(dir_);
-  Git({"-C", dir_, "config", "core.hooksPath", "/tmp"});
+  // What would make the host's git read elsewhere, were it read.
+  AtomicWrite(dir_ + "/.git/objects/info/alternates", home_.path() + "/secret/.git/objects\n");
   Holding h = HoldRepository(dir_, "app", false);
-  EXPECT_EQ(h.state, Holding::State::kHeld);
+  EXPECT_EQ(h.state, Holding::State::kNone);
   ASSERT_EQ(h.said.size(), 2u);
-  EXPECT_NE(h.said[0].find("as branches, tags and HEAD only"), std::string::npos);
-  EXPECT_EQ(Git({"-C", dir_, "log", "--format=%s"}), "first");
-  EXPECT_EQ(Git({"--git-dir", Held(), "symbolic-ref", "HEAD"}), "refs/heads/main");
-  EXPECT_EQ(Git({"--git-dir", Held(), "remote", "get-url", "origin"}),
-            "https://example.com/app.git");
-  EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "config", "core.fsmonitor"}).ok());
-  EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "config", "core.hooksPath"}).ok());
+  EXPECT_NE(h.said[0].find("set aside a .git folder of a project whose repository ss did not hold"),
+            std::string::npos)
+      << h.said[0];
+  EXPECT_NE(h.said[1].find("if you made it yourself, give it to ss: mv "), std::string::npos);
+  EXPECT_FALSE(PathExists(dir_ + "/.git"));
+  EXPECT_FALSE(PathExists(Held()));
+  int refused = 0;
+  for (const auto& name : ListDir(dir_)) refused += name.rfind(".git.refused-", 0) == 0;
+  EXPECT_EQ(refused, 1);
 }
 
-TEST_F(HeldRepositoryTest, AnOriginThatWouldRunAProgramIsNotTakenIn) {
-  MakeRepository(dir_);
-  Git({"-C", dir_, "remote", "set-url", "origin", "ext::sh -c touch% /tmp/pwned"});
-  HoldRepository(dir_, "app", false);
-  EXPECT_FALSE(ss::Run({"git", "--git-dir", Held(), "remote", "get-url", "origin"}).ok());
+TEST(PlainRemoteUrl, NetworkAddressesOnly) {
+  for (const char* url :
+       {"https://github.com/octo/app.git", "ssh://git@github.com/octo/app.git",
+        "git@github.com:octo/app.git", "ssh://host:2222/x", "me@host.example:x"}) {
+    EXPECT_TRUE(PlainRemoteUrl(url)) << url;
+  }
+  for (const char* url :
+       {"./.evil@x:y", "/abs/repo@h:p", "ext::sh@x:y", "ext::sh -c touch% /tmp/x", "file:///tmp/x",
+        "../up@h:p", "-u@h:p", "me@-oProxyCommand=x:y", "https://-x/y", "https://h", "a@b",
+        "git@github.com:octo/app.git\nx", "", "h:p", "me@h:", "fd::17"}) {
+    EXPECT_FALSE(PlainRemoteUrl(url)) << url;
+  }
 }
 
 TEST_F(HeldRepositoryTest, AProjectFolderReplacedByALinkIsNeverFollowed) {
