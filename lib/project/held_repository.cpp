@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <thread>
 
 #include "error.hpp"
 #include "fd.hpp"
@@ -16,6 +17,7 @@
 #include "fs_at.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "process.hpp"
 #include "project.hpp"
 #include "resources.hpp"
@@ -78,9 +80,8 @@ void WriteGitFile(int dir_fd, const std::string& dir, const std::string& name) {
   }
 }
 
-// Moves what stands at .git aside, under a name no git reads, never over anything. Returns the
-// line saying so.
-// Moves `dir`'s .git (opened as `dir_fd`) to .git.refused-TIME there; returns where, shown.
+// Moves `dir`'s .git (opened as `dir_fd`) aside, to .git.refused-TIME there (a name no git
+// reads), never over anything; returns where, shown.
 std::string MoveAside(int dir_fd, const std::string& dir) {
   for (int i = 0;; ++i) {
     std::string to = Cat(".git.refused-", std::time(nullptr), i ? Cat("-", i) : "");
@@ -89,6 +90,7 @@ std::string MoveAside(int dir_fd, const std::string& dir) {
   }
 }
 
+// The same, and the line saying so.
 std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) {
   return Cat("set aside ", what,
              " found in place of the project's .git file: ", MoveAside(dir_fd, dir));
@@ -278,40 +280,46 @@ SandboxRun RunOver(SshConnection& conn) {
 
 namespace {
 
-// A file of this process's own, gone when closed.
-Fd Scratch() {
-  TempDir dir(SpoolDir(), "ss-run.");
-  std::string path = dir.path() + "/f";
-  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot make ", path, ": ", std::strerror(errno)));
-  return fd;  // the folder and its name go with `dir`; the file lives on while open
-}
-
-std::string ReadBack(int fd, size_t most) {
-  std::string out;
-  ::lseek(fd, 0, SEEK_SET);
-  char buf[65536];
-  ssize_t n;
-  while (out.size() < most && (n = ::read(fd, buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
-  if (out.size() > most) out.resize(most);
-  return out;
-}
-
-Fd NullInput() {
-  Fd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+Fd OpenNull(int flags) {
+  Fd fd(::open("/dev/null", flags | O_CLOEXEC));
   if (!fd.ok()) throw Error(kExitIoErr, Cat("cannot open /dev/null: ", std::strerror(errno)));
   return fd;
 }
 
 }  // namespace
 
-SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>& argv) {
-  Fd in = NullInput(), out = Scratch(), err = Scratch();
+SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>& argv, int in_fd,
+                          bool with_err) {
+  constexpr size_t kMost = 1 << 20;
+  Fd null_in = OpenNull(O_RDONLY), null_out = OpenNull(O_WRONLY);
+  int fds[2];
+  if (int err = platform::Pipe(fds); err != 0) {
+    throw Error(kExitSoftware, Cat("cannot make a pipe: ", std::strerror(err)));
+  }
+  Fd from(fds[0]), into(fds[1]);
   SandboxOutput r;
-  r.status = run(argv, in.get(), out.get(), err.get());
-  r.out = ReadBack(out.get(), 1 << 20);
+  // Read as it comes, never more than kMost: then the pipe closes and the command ends.
+  std::thread reader([&] {
+    char buf[65536];
+    while (r.out.size() < kMost) {
+      ssize_t n = ::read(from.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      r.out.append(buf, static_cast<size_t>(n));
+    }
+    if (r.out.size() > kMost) r.out.resize(kMost);
+    from.Close();
+  });
+  try {
+    r.status = run(argv, in_fd < 0 ? null_in.get() : in_fd, into.get(),
+                   with_err ? into.get() : null_out.get());
+  } catch (...) {
+    into.Close();
+    reader.join();
+    throw;
+  }
+  into.Close();
+  reader.join();
   return r;
 }
 
@@ -372,11 +380,11 @@ void RefreshSandboxRepository(const SandboxRun& run, const std::string& name) {
   for (const auto& [ref, oid] : host) script.insert(script.end(), {ref, oid});
   Fd in(::open(bundle.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.ok()) throw Error(kExitIoErr, Cat("cannot read ", bundle, ": ", std::strerror(errno)));
-  Fd out = Scratch();
-  int status = run(ScriptArgv("sh", "shared-git.sh", script), in.get(), out.get(), out.get());
+  SandboxOutput done = RunCaptured(run, ScriptArgv("sh", "shared-git.sh", script), in.get(), true);
+  int status = done.status;
   if (status != 0) {
     std::vector<std::string> said;
-    for (const auto& line : SplitLines(ReadBack(out.get(), 4096))) said.push_back(Printable(line));
+    for (const auto& line : SplitLines(done.out.substr(0, 4096))) said.push_back(Printable(line));
     throw Error(kExitRemote,
                 Cat("cannot bring the sandbox's repository of '", name,
                     "' up to the host's branches (status ", status, ")"),

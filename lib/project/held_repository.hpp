@@ -85,12 +85,14 @@ using SandboxRun =
 // Over `conn`.
 SandboxRun RunOver(SshConnection& conn);
 
-// What a command run so printed (stdout up to 1 MiB), and its status.
+// What a command run so printed (stdout, and stderr `with_err`; up to 1 MiB, where the command is
+// cut off), and its status; its stdin from `in_fd`, else empty.
 struct SandboxOutput {
   int status = 255;
   std::string out;
 };
-SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>& argv);
+SandboxOutput RunCaptured(const SandboxRun& run, const std::vector<std::string>& argv,
+                          int in_fd = -1, bool with_err = false);
 
 // Makes the sandbox's own repository of held project `name`, or brings
 // its branches up to the host's: a branch the sandbox has not moved on its own follows the host's

@@ -142,8 +142,12 @@ UnappliedGuard::UnappliedGuard(const std::function<Sandbox&()>& get_sandbox, con
   if (sandbox.shares().projects) {
     for (const auto& name : held) {
       LayerPlace place = SharedLayer(name, Cat(ProjectsDir(), "/", name));
-      ExecResult listed = conn_->Exec(LayerBranchesArgv(place));
-      if (listed.status == 0 && !NothingToFetch(place, listed.out)) commits_.push_back(name);
+      ExecOptions ask;
+      ask.max_output = 1 << 20;
+      ExecResult listed = conn_->Exec(LayerBranchesArgv(place), ask);
+      if (listed.status == 0 && !listed.over_limit && !NothingToFetch(place, listed.out)) {
+        commits_.push_back(name);
+      }
     }
     config_ = std::make_unique<Config>(config);
   }
