@@ -51,6 +51,10 @@ std::vector<std::string> GitArgv(const std::string& dir, std::vector<std::string
   if (::stat(dir.c_str(), &st) == 0 && st.st_uid != ::geteuid()) {
     args.insert(args.begin(), {"-c", Cat("safe.directory=", dir)});
   }
+  // Never into a submodule's folder (the sandbox's repository, in a shared project).
+  args.insert(args.begin(),
+              {"-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c",
+               "diff.ignoreSubmodules=all", "-c", "status.submoduleSummary=false"});
   // A held repository is named, never found through the .git file the sandbox can write.
   if (auto held = HeldGitDirOf(dir))
     args.insert(args.begin(), {"--git-dir", *held, "--work-tree", dir});
@@ -59,8 +63,16 @@ std::vector<std::string> GitArgv(const std::string& dir, std::vector<std::string
 }
 
 void GiveBack(const std::string& dir, const std::string& path) {
+  if (::geteuid() != 0) return;
+  // A held repository is the projects' owner's: never whoever owns what stands at `dir` (the
+  // sandbox may have put a link there, to anyone's folder).
+  if (HeldGitDirOf(dir)) {
+    Owner o = ProjectsIds();
+    ChownTree(path, o.uid, o.gid);
+    return;
+  }
   struct stat st;
-  if (::geteuid() == 0 && ::stat(dir.c_str(), &st) == 0 && st.st_uid != 0) {
+  if (::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != 0) {
     ChownTree(path, st.st_uid, st.st_gid);
   }
 }
@@ -136,7 +148,7 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
   std::string raw =
       GitChecked(dir, {"diff-tree", "-r", "-z", "--no-renames", from, to}, "cannot compare");
   std::vector<std::string> fields = Split(raw, '\0');
-  std::vector<std::string> exec, untracked, blobs;
+  std::vector<std::string> exec, untracked, blobs, gitlinks;
   std::vector<std::pair<std::string, std::string>> links;  // object, path
   for (size_t i = 0; i + 1 < fields.size(); i += 2) {
     // ":OLDMODE NEWMODE OLDSHA NEWSHA STATUS", then the path.
@@ -150,12 +162,19 @@ std::optional<std::string> WhyNotMove(const std::string& dir, const std::string&
       untracked.push_back(Printable(path));
     }
     if (meta[1] == "120000") links.push_back({meta[3], path});
+    if (meta[1] == "160000") gitlinks.push_back(Printable(path));
     if (meta[1].rfind("100", 0) == 0 || meta[1] == "120000") blobs.push_back(meta[3]);
   }
   auto some = [](const std::vector<std::string>& v) {
     std::vector<std::string> head(v.begin(), v.begin() + std::min<size_t>(v.size(), 5));
     return Cat(Join(head, ", "), v.size() > 5 ? Cat(" and ", v.size() - 5, " more") : "");
   };
+  if (!gitlinks.empty()) {
+    // A submodule's entry makes the host's git enter the folder there, and obey the repository
+    // it finds (the sandbox's, in a shared project).
+    return Cat("its commits add submodule entries: ", some(gitlinks), "; read them (git diff ",
+               from.substr(0, 7), " ", take, "), then: git merge ", take);
+  }
   if (!exec.empty()) {
     return Cat("its commits change files the host runs or obeys on its own: ", some(exec),
                "; read them (git diff ", from.substr(0, 7), " ", take, "), then: git merge ", take);
@@ -317,11 +336,12 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
   ProcessResult fetched;
   if (!same) {
     fetched = Run(GitArgv(
-        dir, {"-c", "protocol.ext.allow=always", "-c", "fetch.fsckObjects=true", "-c",
-              "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-              "--prune", url, Cat("+refs/heads/*:", kSandboxRefs, "*"),
-              // (a branch called HEAD would make "sandbox" itself name the sandbox's choice)
-              "^refs/heads/HEAD"}));
+        dir,
+        {"-c", "protocol.ext.allow=always", "-c", "fetch.fsckObjects=true", "-c",
+         "transfer.fsckObjects=true", "fetch", "--quiet", "--recurse-submodules=no", "--no-tags",
+         "--no-write-fetch-head", "--prune", url, Cat("+refs/heads/*:", kSandboxRefs, "*"),
+         // (a branch called HEAD would make "sandbox" itself name the sandbox's choice)
+         "^refs/heads/HEAD"}));
   }
   std::string git_dir = GitDirOf(dir);
   GiveBack(dir, git_dir);

@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
@@ -84,9 +85,9 @@ void WriteGitFile(int dir_fd, const std::string& dir, const std::string& name) {
 // reads), never over anything; returns where, shown.
 std::string MoveAside(int dir_fd, const std::string& dir) {
   for (int i = 0;; ++i) {
-    std::string to = Cat(".git.refused-", std::time(nullptr), i ? Cat("-", i) : "");
+    std::string to = Cat(".git.refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
     if (RenameNoReplace(dir_fd, ".git", to)) return DisplayPath(Cat(dir, "/", to));
-    if (i > 100) PathError("move aside", dir + "/.git", EEXIST);
+    if (i > 20) PathError("move aside", dir + "/.git", EEXIST);
   }
 }
 
@@ -140,10 +141,19 @@ std::optional<std::string> HeldGitDirOf(const std::string& dir) {
   if (!IsValidProjectName(name) || (parent != ProjectsDir() && parent != CopyProjectsDir())) {
     return std::nullopt;
   }
-  // Whatever stands at dir/.git (the sandbox may have put a folder there a moment ago).
+  // In the projects folder, whatever stands at dir/.git (the sandbox may have put a folder there
+  // a moment ago). In the copy-mode folder, which no sandbox is given, only ss's own .git file
+  // leads there (a folder of that name in the projects folder is no copy-mode project's).
   struct stat st;
   std::string held = HeldRepositoryDir(name);
   if (::lstat(held.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  if (parent == CopyProjectsDir()) {
+    std::string file = dir + "/.git";
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ReadFileIfExists(file).value_or("") != HeldGitFile(name)) {
+      return std::nullopt;
+    }
+  }
   return held;
 }
 
@@ -154,8 +164,8 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
   Fd project = OpenProjectFolder(dir);
   int pfd = project.get();
   std::string held = HeldRepositoryDir(name);
-  bool have_held = IsDirectory(held);
   struct stat st;
+  bool have_held = ::lstat(held.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   if (::fstatat(pfd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT) PathError("read", dir + "/.git", errno);
     if (!have_held) return h;
@@ -183,6 +193,14 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
     return h;
   }
   // A .git folder.
+  std::string left_mark = Cat(RepositoriesDir(), "/.left-", name);
+  if (!have_held && !trusted) {
+    if (auto why = ReadFileIfExists(left_mark)) {
+      h.state = Holding::State::kLeft;  // found so when ss could trust it (HoldAllRepositories)
+      h.why = std::string(Trim(*why));
+      return h;
+    }
+  }
   if (have_held && !trusted) {
     h.said.push_back(SetAside(pfd, dir, "a .git folder"));
     WriteGitFile(pfd, dir, name);
@@ -200,10 +218,15 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
                          DisplayPath(dir), "/.git"));
     return h;
   }
-  if (::fstatat(pfd, ".git/modules", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+  auto leave = [&](std::string why) {
+    EnsureRepositoriesDir();
+    AtomicWrite(left_mark, why + "\n", 0600);
     h.state = Holding::State::kLeft;
-    h.why = "it has submodules, whose checkouts lead into it";
+    h.why = std::move(why);
     return h;
+  };
+  if (::fstatat(pfd, ".git/modules", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    return leave("it has submodules, whose checkouts lead into it");
   }
   EnsureRepositoriesDir();
   if (have_held) {
@@ -214,9 +237,13 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
   }
   if (::renameat(pfd, ".git", AT_FDCWD, held.c_str()) != 0) {
     if (errno != EXDEV) PathError("move", dir + "/.git", errno);
-    h.state = Holding::State::kLeft;
-    h.why = Cat("it is on another filesystem than ", DisplayPath(RepositoriesDir()));
-    return h;
+    return leave(Cat("it is on another filesystem than ", DisplayPath(RepositoriesDir())));
+  }
+  // What was moved is a folder (a link swapped in meanwhile would lead anywhere): else it goes.
+  if (::lstat(held.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    ::unlink(held.c_str());
+    throw Error(kExitIoErr, Cat(DisplayPath(dir + "/.git"), " changed while it was moved"), {},
+                {"a sandbox may be changing it: stop it (ss vm stop), then run the command again"});
   }
   WriteGitFile(pfd, dir, name);
   // Linked worktrees record where the repository was.
@@ -229,24 +256,58 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
   return h;
 }
 
+std::string StageRepository(const std::string& dir, const std::string& name) {
+  Fd project = OpenProjectFolder(dir);
+  EnsureRepositoriesDir();
+  std::string staged = Cat(RepositoriesDir(), "/.new-", name, ".", RandomNonce().substr(0, 12));
+  if (::renameat(project.get(), ".git", AT_FDCWD, staged.c_str()) != 0) {
+    PathError("move", dir + "/.git", errno);
+  }
+  WriteGitFile(project.get(), dir, name);
+  return staged;
+}
+
+void InstallStagedRepository(const std::string& staged, const std::string& name) {
+  std::string held = HeldRepositoryDir(name);
+  struct stat st;
+  if (::lstat(held.c_str(), &st) == 0) {
+    // Left by a project of the same name that was removed by hand: kept, under another name.
+    std::string old = Cat(held, ".old-", std::time(nullptr));
+    if (::rename(held.c_str(), old.c_str()) != 0) PathError("move aside", held, errno);
+    Note(Cat("An older repository of project '", name, "' was set aside: ", DisplayPath(old)));
+  }
+  if (::rename(staged.c_str(), held.c_str()) != 0) PathError("move", staged, errno);
+}
+
+void RemoveStagedRepository(const std::string& staged) {
+  struct stat st;
+  if (::lstat(staged.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) RemoveTree(staged);
+}
+
 void HoldAllRepositories() {
   std::string mark = Cat(RepositoriesDir(), "/", kHeldMark);
   if (PathExists(mark)) return;
-  std::string base = ProjectsDir();
-  if (IsDirectory(base)) {
-    for (const auto& name : ListDir(base)) {
-      std::string dir = Cat(base, "/", name);
-      struct stat st;
-      if (!IsValidProjectName(name) || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        continue;
-      }
-      Holding h = HoldRepository(dir, name, true);
-      for (const auto& line : h.said) Note(Cat("Project '", name, "': ", line));
-    }
-  }
+  // Marked first: this pass trusts what it finds, once, whatever happens in it.
   EnsureRepositoriesDir();
   AtomicWrite(mark, "", 0600);
   GiveToOwner(mark);
+  std::string base = ProjectsDir();
+  if (!IsDirectory(base)) return;
+  for (const auto& name : ListDir(base)) {
+    std::string dir = Cat(base, "/", name);
+    struct stat st;
+    // (A copy-mode project's name here is a folder the sandbox made: not the project.)
+    if (!IsValidProjectName(name) || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        PathExists(Cat(CopyProjectsDir(), "/", name))) {
+      continue;
+    }
+    try {
+      Holding h = HoldRepository(dir, name, true);
+      for (const auto& line : h.said) Note(Cat("Project '", name, "': ", line));
+    } catch (const Error& e) {
+      Warn(Cat("project '", name, "': its repository stays in its folder: ", e.what()));
+    }
+  }
 }
 
 Holding HoldForUse(const std::string& dir, const std::string& name) {
@@ -396,7 +457,13 @@ std::vector<std::string> HeldProjects() {
   std::vector<std::string> out;
   if (!IsDirectory(ProjectsDir())) return out;
   for (const auto& name : ListDir(ProjectsDir())) {
-    if (HeldGitDirOf(Cat(ProjectsDir(), "/", name))) out.push_back(name);
+    std::string dir = Cat(ProjectsDir(), "/", name);
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        PathExists(Cat(CopyProjectsDir(), "/", name))) {
+      continue;
+    }
+    if (HeldGitDirOf(dir)) out.push_back(name);
   }
   return out;
 }
@@ -407,6 +474,7 @@ bool AddHeldRemote(const std::string& name, const std::string& remote, const std
 }
 
 void RemoveHeldRepository(const std::string& name) {
+  ::unlink(Cat(RepositoriesDir(), "/.left-", name).c_str());
   std::string held = HeldRepositoryDir(name);
   struct stat st;
   if (::lstat(held.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) RemoveTree(held);

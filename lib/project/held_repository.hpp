@@ -68,6 +68,14 @@ struct Holding {
 // Throws ss::Error(74) when a file cannot be moved or written.
 Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted);
 
+// A shared project being made in `dir` (a folder no sandbox reaches, on the projects folder's
+// filesystem): its .git folder is moved beside the held repositories under a name of its own,
+// and its .git file written. Returns that place, for InstallStagedRepository once the project is
+// in the projects folder (or RemoveStagedRepository if it cannot be put there).
+std::string StageRepository(const std::string& dir, const std::string& name);
+void InstallStagedRepository(const std::string& staged, const std::string& name);
+void RemoveStagedRepository(const std::string& staged);
+
 // The first time this version of ss opens a shared project: every project's .git folder is
 // moved (HoldRepository, trusted), once.
 void HoldAllRepositories();

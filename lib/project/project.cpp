@@ -730,32 +730,51 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
                   Cat("cannot import '", options.from, "': it contains the projects folder"));
     }
   }
+  // A shared project is built where no sandbox reaches (the copy-mode folder, on the same
+  // filesystem), its repository held from there (held_repository.hpp), and only then moved into
+  // the projects folder, whole: a sandbox watching that folder never meets it half made.
+  bool shared = base_dir == ProjectsDir();
+  std::string build_dir = base_dir;
+  Fd build_fd;
+  if (shared) {
+    struct stat a, b;
+    EnsureCopyProjectsDir();
+    if (::stat(CopyProjectsDir().c_str(), &a) == 0 && ::fstat(base.get(), &b) == 0 &&
+        a.st_dev == b.st_dev) {
+      build_dir = CopyProjectsDir();
+      build_fd = Fd(::open(build_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!build_fd.ok()) PathError("open", build_dir, errno);
+    }
+  }
+  int build = build_fd.ok() ? build_fd.get() : base.get();
   try {
-    CollectGarbageIn(base_dir);
+    CollectGarbageIn(build_dir);
   } catch (const Error&) {
   }
 
   // The hidden folder the project is built in, locked before anyone can see it unlocked.
   std::string tmp_name;
   Fd tmp;
-  if (::flock(base.get(), LOCK_SH) != 0) PathError("lock", base_dir, errno);
+  if (::flock(build, LOCK_SH) != 0) PathError("lock", build_dir, errno);
   for (int attempt = 0; attempt < 100 && !tmp.ok(); ++attempt) {
     tmp_name = Cat(kNewPrefix, name, ".", RandomNonce());
-    if (::mkdirat(base.get(), tmp_name.c_str(), 0777) != 0) {
+    if (::mkdirat(build, tmp_name.c_str(), 0777) != 0) {
       if (errno == EEXIST) continue;
       int err = errno;
-      ::flock(base.get(), LOCK_UN);
-      PathError("create a folder in", base_dir, err);
+      ::flock(build, LOCK_UN);
+      PathError("create a folder in", build_dir, err);
     }
-    tmp = Fd(OpenDirAt(base.get(), tmp_name));
+    tmp = Fd(OpenDirAt(build, tmp_name));
     if (!tmp.ok() || ::flock(tmp.get(), LOCK_EX) != 0) {
       int err = errno;
-      ::flock(base.get(), LOCK_UN);
-      PathError("open", Cat(base_dir, "/", tmp_name), err);
+      ::flock(build, LOCK_UN);
+      PathError("open", Cat(build_dir, "/", tmp_name), err);
     }
   }
-  ::flock(base.get(), LOCK_UN);
-  std::string tmp_path = Cat(base_dir, "/", tmp_name);
+  ::flock(build, LOCK_UN);
+  std::string tmp_path = Cat(build_dir, "/", tmp_name);
+  std::string staged;   // its repository, beside the held ones until the project is in place
+  bool placed = false;  // the project is in its folder: what is staged is its repository
   std::vector<std::string> not_imported;
 
   try {
@@ -789,11 +808,15 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     metadata.created = metadata.last_accessed = NowSeconds();
     WriteMetadataAt(tmp.get(), tmp_path, metadata);
     GiveToProjectsOwner(base.get(), tmp_path);
+    if (shared && IsDirectory(tmp_path + "/.git")) staged = StageRepository(tmp_path, name);
     ::fsync(tmp.get());
-    if (!RenameNoReplace(base.get(), tmp_name, name)) throw AlreadyExistsError(name);
+    if (!RenameNoReplace(base.get(), build_dir == base_dir ? tmp_name : tmp_path,
+                         build_dir == base_dir ? name : path)) {
+      throw AlreadyExistsError(name);
+    }
+    placed = true;
     ::fsync(base.get());
-    // Shared from now on: its repository goes out of the sandbox's reach at once.
-    if (base_dir == ProjectsDir()) HoldRepository(path, name, true);
+    if (!staged.empty()) InstallStagedRepository(staged, name);
     Project project;
     project.name = name;
     project.path = path;
@@ -802,7 +825,8 @@ Project ProjectStore::Create(std::string_view name_view, const CreateOptions& op
     return project;
   } catch (...) {
     try {
-      RemoveDirAt(base.get(), tmp_name, base_dir);
+      if (!placed && !staged.empty()) RemoveStagedRepository(staged);
+      RemoveDirAt(build, tmp_name, build_dir);
     } catch (const Error&) {
       // Left for the next CollectGarbage, hidden from List.
     }

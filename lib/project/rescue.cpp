@@ -196,7 +196,9 @@ std::vector<std::string> UnappliedGuard::Save() {
     saved.push_back(Cat("Saved the working copy of '", w.project, "' first: ", DisplayPath(path)));
   }
   for (const auto& name : commits_) {
-    LayerPlace place = SharedLayer(name, Cat(ProjectsDir(), "/", name));
+    std::string dir = Cat(ProjectsDir(), "/", name);
+    if (HoldForUse(dir, name).state != Holding::State::kHeld) continue;
+    LayerPlace place = SharedLayer(name, dir);
     FetchReport report = FetchGitLayer(*conn_, *config_, place, sandbox_);
     for (const auto& line : FetchLines(report)) {
       saved.push_back(Cat("Fetched the commits of '", name, "' first: ", line));

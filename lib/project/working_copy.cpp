@@ -62,6 +62,11 @@ std::string PlaceProject(const Config& config, const std::string& project) {
   // user's to look at.
   struct stat st;
   bool taken = ::lstat(want.c_str(), &st) == 0;
+  // Into the shared folder: its repository is held first, while no sandbox reaches it.
+  if (!copy && !taken) {
+    Holding h = HoldRepository(have, project, true);
+    for (const auto& line : h.said) Note(Cat("Project '", project, "': ", line));
+  }
   if (taken || ::rename(have.c_str(), want.c_str()) != 0) {
     throw Error(kExitCantCreate,
                 Cat("cannot move project '", project, "' to ", DisplayPath(want), ": ",
@@ -76,10 +81,6 @@ std::string PlaceProject(const Config& config, const std::string& project) {
                   "' out of the folder sandboxes share (copy mode): ", DisplayPath(want))
             : Cat("Moved project '", project,
                   "' into the folder sandboxes share (shared mode): ", DisplayPath(want)));
-  if (!copy) {
-    Holding h = HoldRepository(want, project, true);
-    for (const auto& line : h.said) Note(Cat("Project '", project, "': ", line));
-  }
   return want;
 }
 

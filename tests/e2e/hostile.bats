@@ -789,6 +789,22 @@ host_git_everything() {
   host_git_everything ho-held "$t"
 }
 
+@test "a shared project: commits that add a submodule entry stay in sandbox/BRANCH; neither ss's git nor the user's enters the sandbox's repository there" {
+  t="$BATS_TEST_TMPDIR"
+  chmod 777 "$t"
+  ss new ho-sub >/dev/null
+  run --separate-stderr ss ho-sub -- sh -c "git update-index --add --cacheinfo 160000,\$(git rev-parse HEAD),sub &&
+    git -c user.name=a -c user.email=a@a commit -q --no-verify -m sub && git init -q sub &&
+    git -C sub config core.fsmonitor 'touch $t/pwned-sub; false' &&
+    printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules"
+  assert_success
+  [[ "$stderr" == *"main: 1 commit left in sandbox/main: its commits add submodule entries: sub"* ]] || { echo "$stderr"; false; }
+  host_git_everything ho-sub "$t"
+  run --separate-stderr ss fetch ho-sub
+  assert_success
+  host_git_everything ho-sub "$t"
+}
+
 @test "a shared project's .git replaced from inside by a folder, a file or a link is set aside before the host's git runs there again; a repository made inside is set aside, never read" {
   t="$BATS_TEST_TMPDIR"
   chmod 777 "$t"

@@ -169,6 +169,10 @@ TEST_F(HeldRepositoryTest, SubmodulesKeepTheRepositoryInTheFolder) {
   EXPECT_NE(h.why.find("submodules"), std::string::npos);
   EXPECT_TRUE(IsDirectory(dir_ + "/.git"));
   EXPECT_FALSE(HeldGitDirOf(dir_));
+  // Left so when ss could trust it: never set aside later as a folder the sandbox may have made.
+  Holding later = HoldRepository(dir_, "app", false);
+  EXPECT_EQ(later.state, Holding::State::kLeft);
+  EXPECT_TRUE(IsDirectory(dir_ + "/.git"));
 }
 
 TEST_F(HeldRepositoryTest, ANewProjectOfAnOldNameKeepsTheOldRepositoryAside) {
@@ -191,10 +195,22 @@ TEST_F(HeldRepositoryTest, OnlyProjectsFoldersHaveHeldRepositories) {
   AtomicWrite(elsewhere + "/.git", "gitdir: ../../repositories/app\n");
   EXPECT_FALSE(HeldGitDirOf(elsewhere));
   EXPECT_FALSE(HeldGitDirOf(ProjectsDir() + "/Bad Name"));
-  // First pass over every project: once.
+  // A copy-mode project's repository is ss's only through ss's own .git file there.
+  std::string copy = CopyProjectsDir() + "/app";
+  MakeDirs(copy);
+  AtomicWrite(copy + "/.git", "gitdir: elsewhere\n");
+  EXPECT_FALSE(HeldGitDirOf(copy));
+  ::unlink((copy + "/.git").c_str());
+  AtomicWrite(copy + "/.git", HeldGitFile("app"));
+  EXPECT_EQ(HeldGitDirOf(copy).value_or(""), Held());
+  // First pass over every project: once; a folder named as a copy-mode project is not one.
   std::string other = ProjectsDir() + "/other";
   MakeRepository(other);
+  MakeDirs(CopyProjectsDir() + "/cp");
+  MakeRepository(ProjectsDir() + "/cp");
   HoldAllRepositories();
+  EXPECT_TRUE(IsDirectory(ProjectsDir() + "/cp/.git"));
+  EXPECT_FALSE(PathExists(HeldRepositoryDir("cp")));
   EXPECT_EQ(HeldGitDirOf(other).value_or(""), HeldRepositoryDir("other"));
   std::string third = ProjectsDir() + "/third";
   MakeRepository(third);
