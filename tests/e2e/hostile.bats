@@ -899,6 +899,9 @@ host_git_everything() {
   [[ "$stderr" == *"hasDotgit"* ]] || { echo "$stderr"; false; }
   assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
   in_copy 'git -c core.hooksPath=/dev/null update-ref refs/heads/agent HEAD~1'
+  # A branch the host has not taken yet: each fetch below asks the sandbox's upload-pack (one that
+  # lists nothing new is not asked).
+  in_copy 'git -c core.hooksPath=/dev/null update-ref refs/heads/offer HEAD'
   # An upload-pack of its own that answers garbage, escapes included: the same.
   in_sandbox 'sudo -n tee /usr/local/bin/git-upload-pack >/dev/null && sudo -n chmod 755 /usr/local/bin/git-upload-pack' <<'SH'
 #!/bin/sh
@@ -931,7 +934,7 @@ SH
   [[ "$stderr" == *"the sandbox's git-upload-pack answered in a protocol it was not asked for"* ]] || { echo "$stderr"; false; }
   assert_equal "$(hgit for-each-ref --format='%(refname) %(objectname)')" "$before"
   in_sandbox 'sudo -n rm -f /usr/local/bin/git-upload-pack'
-  in_copy 'git for-each-ref --format="delete %(refname)" refs/heads/many | git -c core.hooksPath=/dev/null update-ref --stdin'
+  in_copy 'git for-each-ref --format="delete %(refname)" refs/heads/many refs/heads/offer | git -c core.hooksPath=/dev/null update-ref --stdin'
   # Commits that change files the host runs or obeys on its own never move a host branch, even
   # one not checked out: as ss apply without --allow-exec.
   hgit branch -f ffx sandbox/main
