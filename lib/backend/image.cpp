@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "config.hpp"
 #include "digest.hpp"
@@ -427,6 +429,9 @@ class Builder {
       options.env.push_back({"NODE_EXTRA_CA_CERTS", kHostCaBundle});
     }
     options.env.push_back({"PATH", Cat(root_, "/usr/local/bin:/usr/bin:/bin")});
+    // Nothing of node's own cache in the image's /tmp, where a process npm leaves behind would
+    // go on writing while the image is cleaned.
+    options.env.push_back({"NODE_DISABLE_COMPILE_CACHE", "1"});
     Check(ss::Run(argv, options), "npm install");
     RemoveTree(home);
   }
@@ -534,7 +539,16 @@ class Builder {
     for (const char* dir : {"/var/lib/apt/lists", "/root/.npm", "/tmp", "/var/tmp",
                             "/usr/share/man", "/usr/share/info", "/var/log/apt"}) {
       std::string path = root_ + dir;
-      RemoveTree(path);
+      // A process a package script left running may still be writing there: tried again.
+      for (int attempt = 1;; ++attempt) {
+        try {
+          RemoveTree(path);
+          break;
+        } catch (const Error&) {
+          if (attempt == 10) throw;
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+        }
+      }
       MakeDirs(path, std::string_view(dir).find("tmp") != std::string_view::npos ? 01777 : 0755);
     }
     ::chmod((root_ + "/tmp").c_str(), 01777);
