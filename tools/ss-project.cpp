@@ -110,16 +110,6 @@ int New(const ProjectLine& o) {
   }
   Project p = store.Create(o.name, CreateOptions{o.from, o.copy});
   WarnIfCommandName(p.name);
-  // A running sandbox gets its own repository of a new shared project at once (the sandbox is
-  // never started for this): git works there before the first session too.
-  if (!o.github && HeldGitDirOf(p.path)) {
-    try {
-      SandboxRunner::IfRunning(p.name);
-    } catch (const Error& e) {
-      Debug(Cat("the sandbox's repository of '", p.name,
-                "' is made at its first session: ", e.what()));
-    }
-  }
   if (o.copy) SetConfigValue(ConfigPath(), Cat("projects.", p.name, ".mode"), "copy");
   std::cout << "Created: " << DisplayPath(p.path) << "\n";
   if (o.copy) {

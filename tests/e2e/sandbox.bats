@@ -158,12 +158,13 @@ setup() {
 
 @test "git on the host works in a project the agent made, without safe.directory" {
   ss new hostgit >/dev/null
-  # The sandbox's own repository of the project is there from its making (the sandbox runs); the
-  # agent's commit reaches the host's by ss fetch.
+  # The sandbox's own repository of the project is made by its first session; the agent's commit
+  # reaches the host's by ss fetch.
+  ss exec hostgit --sandbox "$SANDBOX" -- true
   run sandbox_ssh "$SANDBOX" 'cd ~/projects/hostgit && echo agent > agent.txt && mkdir -p lib &&
     echo x > lib/x && git add -A && git -c user.name=agent -c user.email=a@b commit -qm "by the agent"'
   assert_success
-  run ss fetch hostgit
+  run ss fetch hostgit --sandbox "$SANDBOX"
   assert_success
   run env GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/dev/null git -C "$SS_HOME/projects/hostgit" log --format=%s
   assert_success
