@@ -76,7 +76,6 @@ int SshConnection::RunInteractive(const InteractiveOptions& options) {
   }
   spec.out = screen;
   spec.err = std::make_shared<FdIo>(io, STDERR_FILENO);
-  spec.on_open = [&raw, in_fd = options.in_fd] { raw.emplace(in_fd); };
   spec.on_end = [state](const ChannelEnd& end) {
     state->end = end;
     state->done = true;
@@ -84,6 +83,9 @@ int SshConnection::RunInteractive(const InteractiveOptions& options) {
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.add(SIGWINCH);
+  // Raw before the channel starts: what the command prints first may arrive with the reply to
+  // its start, and a terminal still in cooked mode would add a second carriage return to it.
+  raw.emplace(options.in_fd);
   auto channel = mux_->Start(std::move(spec));
   std::function<void()> arm = [&] {
     signals.async_wait([&](const asio::error_code& ec, int sig) {
