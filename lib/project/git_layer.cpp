@@ -332,7 +332,13 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
   ask.max_output = 1 << 20;
   ExecResult listed = conn.Exec(LayerBranchesArgv(place), ask);
   bool same = listed.status == 0 && !listed.over_limit && AsSandboxRefs(listed.out) == given;
-  if (same && NothingToFetch(place, listed.out)) return report;
+  if (same &&
+      AllBranchesThere(SplitLines(Git(dir, {"for-each-ref", "--format=%(refname)%09%(objectname)",
+                                            "refs/heads/"})
+                                      .value_or("")),
+                       listed.out)) {
+    return report;  // (what the last fetch took is `given`, compared above)
+  }
   ProcessResult fetched;
   if (!same) {
     fetched = Run(GitArgv(
