@@ -32,6 +32,7 @@
 #include "rescue.hpp"
 #include "sandbox.hpp"
 #include "session_share.hpp"
+#include "share_guard.hpp"
 #include "shares.hpp"
 #include "shell_quote.hpp"
 #include "ssh.hpp"
@@ -115,6 +116,12 @@ class Session {
     };
   }
 
+  // The guard of its shared folders runs while it does (share_guard.hpp): started when it is not
+  // (a sandbox started before this version of ss, or its guard killed).
+  void KeepGuard() {
+    if (!ShareGuardRunning(name_)) sandbox().KeepGuard();
+  }
+
   // Starts the sandbox when it is not running (the spec's auto-start), then connects.
   SshConnection& Connect() {
     if (conn_) return *conn_;
@@ -122,7 +129,10 @@ class Session {
     // is waited for, then made afresh.
     if (!lease_) lease_ = sandbox().BeginSession([this] { return KeepReason(); });
     conn_ = sandbox().TryConnect();
-    if (conn_) return *conn_;
+    if (conn_) {
+      KeepGuard();
+      return *conn_;
+    }
     if (sandbox().State() != SandboxState::kRunning) Note("Starting VM...");
     Progress progress(Cat("sandbox ", name_));
     conn_ = sandbox().EnsureRunning(progress, o_.timeout > 0 ? std::chrono::seconds(o_.timeout)
@@ -286,6 +296,7 @@ class Session {
     // The shared connection skips the start-up checks; the sandbox's network proxy is still
     // started again when it is gone.
     if (EgressServerGone(name_)) sandbox().KeepEgress();
+    KeepGuard();
     RefreshNetPolicy();
     if (auto status = RunShared(name_, {argv, cwd, so.secret_env})) return *status;
     SshConnection& conn = Connect();
@@ -452,7 +463,14 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
     since.tv_nsec += 1'000'000'000;
     since.tv_sec -= 1;
   }
+  size_t guard_from = ShareGuardLogSize(s.name());
   auto name_them = [&] {
+    std::vector<std::string> guarded = ShareGuardSaid(s.name(), guard_from);
+    if (!guarded.empty()) {
+      Warn("while the session ran, ss set aside what the sandbox put where the host's git reads:");
+      for (size_t i = 0; i < guarded.size() && i < 10; ++i) Note(Cat("  ", guarded[i]));
+      if (guarded.size() > 10) Note(Cat("  and ", guarded.size() - 10, " more"));
+    }
     std::vector<HostExecChange> changed;
     try {
       changed = ChangedHostExec(host_dir, since, HostExecRules::From(s.config()));

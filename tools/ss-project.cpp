@@ -9,6 +9,7 @@
 #include "config_edit.hpp"
 #include "dispatch.hpp"
 #include "error.hpp"
+#include "folder_guard.hpp"
 #include "folders.hpp"
 #include "fs.hpp"
 #include "github.hpp"
@@ -324,6 +325,25 @@ int Path(const ProjectLine& o) {
   return 0;
 }
 
+// The guard of a running sandbox's shared folders (folder_guard.hpp), started by ss with the
+// sandbox as its ss-net is (share_guard.hpp): a first line once every folder is watched, then a
+// line for each thing it set aside, until it is stopped or the folders are gone.
+int Guard(const ProjectLine& o) {
+  std::vector<GuardedFolder> folders;
+  if (!o.projects_dir.empty()) folders.push_back({o.projects_dir, true});
+  for (const auto& folder : o.folders) folders.push_back({folder, false});
+  // A sandbox that makes repositories without end gets a bounded log, not a full disk.
+  int lines = 0;
+  FolderGuard guard(folders, [&](const std::string& line) {
+    if (++lines <= 1000) std::cout << line << std::endl;
+    if (lines == 1000) std::cout << "(what is set aside from now on is not listed)" << std::endl;
+  });
+  std::cout << "watching " << guard.watched() << " folders of sandbox " << o.sandbox << std::endl;
+  while (guard.Step(-1)) {
+  }
+  return 0;
+}
+
 int RunCommand(const ProjectLine& o) {
   switch (o.command) {
     case Command::kHelp:
@@ -339,6 +359,8 @@ int RunCommand(const ProjectLine& o) {
       return Delete(o);
     case Command::kPath:
       return Path(o);
+    case Command::kGuard:
+      return Guard(o);
   }
   return kExitSoftware;
 }

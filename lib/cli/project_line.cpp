@@ -14,7 +14,8 @@ const CommandTable& ProjectCommands() {
                "       ss list [--json] [--no-size]\n"
                "       ss delete NAME [--yes] [--force]\n"
                "       ss project show NAME [--json]\n"
-               "       ss project path [NAME]",
+               "       ss project path [NAME]\n"
+               "       ss project guard --sandbox NAME [--projects DIR] [--folder DIR]...",
       .about = "Create, list, show and delete projects: the folders in ~/super-sandbox/projects\n"
                "($SS_HOME/projects) that every sandbox sees at /home/sandbox/projects. A NAME has "
                "2 to 50\nlowercase letters, digits and hyphens, starts with a letter and has no "
@@ -45,7 +46,12 @@ const CommandTable& ProjectCommands() {
                    {.name = "path",
                     .args = "[NAME]",
                     .max_args = 1,
-                    .help = "the folder of NAME, or of all projects"}},
+                    .help = "the folder of NAME, or of all projects"},
+                   {.name = "guard",
+                    .args = "--sandbox NAME [--projects DIR] [--folder DIR]...",
+                    .help = "watch the folders a running sandbox shares and set aside the "
+                            "repositories it makes there (sandboxes start it; see ss-project(1))",
+                    .summary = "watch a sandbox's shared folders for repositories"}},
       .options =
           {{.name = "from",
             .kind = OptionSpec::kText,
@@ -70,6 +76,21 @@ const CommandTable& ProjectCommands() {
             .letter = 'y',
             .help = "delete: do not ask (required when standard input is not a terminal)",
             .commands = {"delete"}},
+           {.name = "sandbox",
+            .kind = OptionSpec::kText,
+            .value = "NAME",
+            .help = "guard: the sandbox whose folders these are",
+            .commands = {"guard"}},
+           {.name = "projects",
+            .kind = OptionSpec::kText,
+            .value = "DIR",
+            .help = "guard: the projects folder, whose projects' .git files are ss's",
+            .commands = {"guard"}},
+           {.name = "folder",
+            .kind = OptionSpec::kTexts,
+            .value = "DIR",
+            .help = "guard: another folder the sandbox shares read-write (repeatable)",
+            .commands = {"guard"}},
            {.name = "force",
             .help = "delete: also when its working copy has changes not yet applied (saved to "
                     "~/super-sandbox/rescued/ first)",
@@ -91,6 +112,7 @@ ProjectLine ParseProjectLine(const std::vector<std::string>& args) {
               : command == "show"   ? C::kShow
               : command == "delete" ? C::kDelete
               : command == "path"   ? C::kPath
+              : command == "guard"  ? C::kGuard
                                     : C::kList;
   if (!line.args.empty()) o.name = line.args[0];
   o.from = line.Text("from");
@@ -101,9 +123,17 @@ ProjectLine ParseProjectLine(const std::vector<std::string>& args) {
   o.no_size = line.Flag("no-size");
   o.yes = line.Flag("yes");
   o.force = line.Flag("force");
+  o.sandbox = line.Text("sandbox");
+  o.projects_dir = line.Text("projects");
+  o.folders = line.Texts("folder");
   std::string spelled = line.command ? ProjectCommands().Spelled(*line.command) : "ss list";
   if (line.Given("from") && o.from.empty()) throw UsageError("--from needs a PATH", spelled);
   if (o.is_private && !o.github) throw UsageError("--private needs --github", spelled);
+  if (o.command == C::kGuard &&
+      (o.sandbox.empty() || (o.projects_dir.empty() && o.folders.empty()))) {
+    throw UsageError("guard needs --sandbox NAME and a folder to watch (--projects, --folder)",
+                     spelled);
+  }
   return o;
 }
 

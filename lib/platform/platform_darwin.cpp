@@ -249,4 +249,21 @@ int DrainAddressWatch(int) {
   return -1;
 }
 
+int OpenFolderWatch() {
+  errno = ENOSYS;
+  return -1;
+}
+
+int AddFolderWatch(int, int, bool) {
+  errno = ENOSYS;
+  return -1;
+}
+
+void RemoveFolderWatch(int, int) {}
+
+int ReadFolderEvents(int, std::vector<FolderEvent>&) {
+  errno = ENOSYS;
+  return -1;
+}
+
 }  // namespace ss::platform

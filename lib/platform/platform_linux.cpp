@@ -13,6 +13,7 @@
 #include <linux/rtnetlink.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -405,6 +406,46 @@ int DrainAddressWatch(int fd) {
     } else {
       if (n == 0) errno = EPIPE;
       return -1;
+    }
+  }
+}
+
+int OpenFolderWatch() { return ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }
+
+int AddFolderWatch(int watch_fd, int dir_fd, bool contents) {
+  // Through the descriptor: a path could be changed under the caller into a link to elsewhere.
+  std::string at = "/proc/self/fd/" + std::to_string(dir_fd);
+  uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE |
+                  IN_DELETE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK;
+  if (contents) mask |= IN_MODIFY | IN_ATTRIB;
+  return ::inotify_add_watch(watch_fd, at.c_str(), mask);
+}
+
+void RemoveFolderWatch(int watch_fd, int watch) { ::inotify_rm_watch(watch_fd, watch); }
+
+int ReadFolderEvents(int watch_fd, std::vector<FolderEvent>& events) {
+  alignas(struct inotify_event) char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(watch_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (n <= 0) return -1;
+    for (ssize_t at = 0; at + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+      FolderEvent f;
+      if (e->mask & IN_Q_OVERFLOW) {
+        f.watch = -1;
+      } else {
+        f.watch = e->wd;
+        if (e->len > 0) f.name = std::string(e->name, ::strnlen(e->name, e->len));
+        f.folder = (e->mask & IN_ISDIR) != 0;
+        f.arrived = (e->mask & (IN_CREATE | IN_MOVED_TO)) != 0;
+        f.left = (e->mask & IN_MOVED_FROM) != 0;
+        f.cookie = e->cookie;
+        f.gone = (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_UNMOUNT)) != 0;
+      }
+      events.push_back(std::move(f));
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
     }
   }
 }

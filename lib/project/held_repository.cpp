@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -81,23 +82,21 @@ void WriteGitFile(int dir_fd, const std::string& dir, const std::string& name) {
   }
 }
 
-// Moves `dir`'s .git (opened as `dir_fd`) aside, to .git.refused-TIME there (a name no git
-// reads), never over anything; returns where, shown.
-std::string MoveAside(int dir_fd, const std::string& dir) {
+// MoveGitAside, and the line saying so.
+std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) {
+  return Cat("set aside ", what,
+             " found in place of the project's .git file: ", MoveGitAside(dir_fd, dir));
+}
+
+}  // namespace
+
+std::string MoveGitAside(int dir_fd, const std::string& dir) {
   for (int i = 0;; ++i) {
     std::string to = Cat(".git.refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
     if (RenameNoReplace(dir_fd, ".git", to)) return DisplayPath(Cat(dir, "/", to));
     if (i > 20) PathError("move aside", dir + "/.git", EEXIST);
   }
 }
-
-// The same, and the line saying so.
-std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) {
-  return Cat("set aside ", what,
-             " found in place of the project's .git file: ", MoveAside(dir_fd, dir));
-}
-
-}  // namespace
 
 bool PlainRemoteUrl(std::string_view url) {
   auto plain = [](std::string_view part, std::string_view also) {
@@ -159,7 +158,9 @@ std::optional<std::string> HeldGitDirOf(const std::string& dir) {
 
 std::string GitDirOf(const std::string& dir) { return HeldGitDirOf(dir).value_or(dir + "/.git"); }
 
-Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted) {
+namespace {
+
+Holding HoldOnce(const std::string& dir, const std::string& name, bool trusted) {
   Holding h;
   Fd project = OpenProjectFolder(dir);
   int pfd = project.get();
@@ -210,7 +211,7 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
   if (!trusted) {
     // Maybe the sandbox's: never read on the host (git would follow its links, alternates and
     // common directory anywhere the user can read). Set aside whole.
-    std::string at = MoveAside(pfd, dir);
+    std::string at = MoveGitAside(pfd, dir);
     h.said.push_back(Cat("set aside a .git folder of a project whose repository ss did not hold ",
                          "(the sandbox may have made it): ", at));
     h.said.push_back(Cat("if you made it yourself, give it to ss: mv ", at, " ", DisplayPath(held),
@@ -254,6 +255,21 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
                        ", out of the sandbox's reach; .git is now a file that leads there"));
   h.state = Holding::State::kHeld;
   return h;
+}
+
+}  // namespace
+
+Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted) {
+  // Two of ss's own may hold at once (a session's end and the folder guard, folder_guard.hpp):
+  // what one moved or wrote, the other finds gone or there; asked again, it finds all in place.
+  for (int i = 0;; ++i) {
+    try {
+      return HoldOnce(dir, name, trusted);
+    } catch (const Error&) {
+      if (i == 2) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 }
 
 std::string StageRepository(const std::string& dir, const std::string& name) {
@@ -317,7 +333,7 @@ Holding HoldForUse(const std::string& dir, const std::string& name) {
   struct stat st;
   if (projects.ok() && ::fstatat(projects.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
     Warn(Cat("set aside a .git found in the projects folder itself: ",
-             MoveAside(projects.get(), ProjectsDir())));
+             MoveGitAside(projects.get(), ProjectsDir())));
   }
   Holding h = HoldRepository(dir, name, false);
   for (const auto& line : h.said) Warn(Cat("project '", name, "': ", line));

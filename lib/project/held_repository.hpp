@@ -15,10 +15,11 @@
 // come to the host as objects and refs only, fetched by the host's git (git_layer.hpp), and the
 // host's branch is fast-forwarded when it has not moved.
 //
-// The `.git` file is in the shared folder: the sandbox can rewrite or replace it. ss puts it back
-// before and after every session in the project, and sets aside whatever stood in its place
-// (`.git.refused-TIME`), before the host's git is run there by ss; what the host's own git reads
-// in between is the window ss-project(1) states.
+// The `.git` file is in the shared folder: the sandbox can rewrite or replace it. While the
+// sandbox runs, its folder guard (folder_guard.hpp) puts it back as soon as the kernel reports a
+// change, and ss does before and after every session in the project, setting aside whatever stood
+// in its place (`.git.refused-TIME-RANDOM`) before the host's git is run there by ss; what the
+// host's own git reads in the instant between is the window ss-project(1) states.
 #pragma once
 
 #include <functional>
@@ -67,6 +68,10 @@ struct Holding {
 //     .git file put back.
 // Throws ss::Error(74) when a file cannot be moved or written.
 Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted);
+
+// Moves the .git in folder `dir_fd` (`dir`, for messages) aside, to .git.refused-TIME-RANDOM
+// there (a name no git reads), never over anything; returns where, shown. Throws ss::Error(74).
+std::string MoveGitAside(int dir_fd, const std::string& dir);
 
 // A shared project being made in `dir` (a folder no sandbox reaches, on the projects folder's
 // filesystem): its .git folder is moved beside the held repositories under a name of its own,

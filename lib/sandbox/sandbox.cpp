@@ -21,6 +21,7 @@
 #include "paths.hpp"
 #include "provision.hpp"
 #include "session_share.hpp"
+#include "share_guard.hpp"
 #include "shares.hpp"
 #include "ssh_keys.hpp"
 #include "strings.hpp"
@@ -296,6 +297,7 @@ void Sandbox::Create(Progress& progress, const std::string& deploy) {
     // installed before the first boot go too (with the record gone, nothing else would).
     try {
       RemoveEgress(name_);
+      StopShareGuard(name_);
     } catch (const Error& e) {
       Warn(Cat("the network fence of '", name_, "' stays: ", e.what()));
     }
@@ -450,6 +452,7 @@ void Sandbox::CheckShared(SshConnection& conn) const {
 std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
                                                   std::chrono::seconds timeout) {
   KeepEgress();
+  KeepGuard();
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + timeout;
   std::string last_error;
@@ -532,6 +535,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     progress.Step(Cat("finishing the interrupted creation of '", name_, "': starting afresh"));
     if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
     RemoveEgress(name_);
+    StopShareGuard(name_);
     RemoveTree(Dir());
     state = SandboxState::kNotExists;
   }
@@ -654,12 +658,25 @@ void Sandbox::KeepEgress() {
   if (auto link = backend_->Egress(name_)) EnsureEgress(name_, *link);
 }
 
+// The folders it shares are watched for repositories while it runs (share_guard.hpp): every start
+// and every session comes here too.
+void Sandbox::KeepGuard() {
+  std::vector<std::string> folders;
+  for (const Mount& m : shares_.mounts) {
+    if (!m.read_only) folders.push_back(m.source);
+  }
+  if (!deploy_dir_.empty()) folders.push_back(deploy_dir_);
+  if (!shares_.projects && folders.empty()) return;
+  EnsureShareGuard(name_, shares_.projects ? ProjectsDir() : "", folders);
+}
+
 void Sandbox::Stop(std::chrono::seconds timeout) {
   SandboxState state = State();
   if (state == SandboxState::kStopped || state == SandboxState::kNotExists) return;
   EndShareMaster(name_);
   backend_->Stop(name_, timeout);
   StopEgress(name_);
+  StopShareGuard(name_);
 }
 
 void Sandbox::TakeSnapshot(const std::string& snapshot, SshConnection* conn) {
@@ -685,6 +702,7 @@ void Sandbox::Delete() {
   EndShareMaster(name_);
   if (backend_->State(name_) != SandboxState::kNotExists) backend_->Delete(name_);
   RemoveEgress(name_);
+  StopShareGuard(name_);
   BaseRecord::ForgetSandbox(name_);  // its working copies' bases went with its disk
   RemoveTree(Dir());
 }
@@ -738,6 +756,7 @@ std::unique_ptr<SshConnection> Sandbox::Reset(Progress& progress, std::chrono::s
     // Its ss-net and fence go with it (the new machine gets its own before it boots); its
     // network policy's changes are the user's and stay.
     RemoveEgress(name_);
+    StopShareGuard(name_);
     BaseRecord::ForgetSandbox(name_);
     auto changes = ReadFileIfExists(NetChangesPath(name_));
     RemoveTree(Dir());

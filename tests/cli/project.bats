@@ -846,7 +846,7 @@ Or choose a different name:
   man_opts=$(sed -n '/^# OPTIONS/,/^# /p' "$SS_SOURCE_DIR/man/ss-project.1.scd" | grep -E '^\*-' \
     | grep -oE -- '--?[a-z][a-z-]*' | sort -u)
   assert_equal "$man_opts" "$help_opts"
-  assert_equal "$(echo "$help_opts" | tr '\n' ' ')" "--copy --force --from --github --help --json --no-size --private --yes -h -y "
+  assert_equal "$(echo "$help_opts" | tr '\n' ' ')" "--copy --folder --force --from --github --help --json --no-size --private --projects --sandbox --yes -h -y "
   for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" ENVIRONMENT FILES EXAMPLES "SEE ALSO"; do
     grep -qx "# $section" "$SS_SOURCE_DIR/man/ss-project.1.scd"
   done
@@ -871,7 +871,8 @@ Or choose a different name:
   assert_output "$(printf '%s\t%s\n' new "create a project: the scaffold, or a copy of --from" \
     list "the projects, most recently used first" \
     show "one project: its folders, dates, size and GitHub repository" \
-    delete "delete a project and its folder" path "the folder of NAME, or of all projects")"
+    delete "delete a project and its folder" path "the folder of NAME, or of all projects" \
+    guard "watch a sandbox's shared folders for repositories")"
   # The candidates' names (what bash offers).
   names() { ss --complete "$@" | cut -f1; }
   run names delete ""

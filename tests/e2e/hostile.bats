@@ -712,12 +712,17 @@ open(\"deep.txt\", \"w\").write(\"deep\")
 @test "a session in a shared project names, on its way out, the files it changed there that the host runs or obeys" {
   ss new ho-shared >/dev/null
   ss ho-shared -- true
-  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p .claude lib/.git && echo "{}" > .claude/settings.json && echo "[core]" > lib/.git/config && echo ok > plain.txt'
+  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p .claude && echo "{}" > .claude/settings.json && echo "[core]" > .gitattributes && echo ok > plain.txt'
   assert_success
   assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 2 files in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
   assert_equal "${stderr_lines[1]}" "  .claude/settings.json (Claude Code (hooks, commands))"
-  assert_equal "${stderr_lines[2]}" "  lib/.git (git (a repository with settings of its own))"
+  assert_equal "${stderr_lines[2]}" "  .gitattributes (git (attributes pick filter and diff programs))"
   assert_equal "${stderr_lines[3]}" "hint: read them before git, an editor or an agent opens the folder on the host"
+  # A repository made in a subfolder is set aside while the session runs, and said as it ends.
+  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p lib/.git; sleep 0.5; test ! -e lib/.git'
+  assert_success
+  assert_equal "${stderr_lines[0]}" "ss: warning: while the session ran, ss set aside what the sandbox put where the host's git reads:"
+  assert_regex "${stderr_lines[1]}" "^  set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-shared/lib/\.git\.refused-[0-9]+-[0-9a-f]{8}$"
   # A session that changes none of them says nothing; nor does one that ends in an error.
   run --separate-stderr ss ho-shared -- sh -c 'echo again > plain.txt'
   assert_success
@@ -794,9 +799,9 @@ host_git_everything() {
   chmod 777 "$t"
   ss new ho-sub >/dev/null
   run --separate-stderr ss ho-sub -- sh -c "git update-index --add --cacheinfo 160000,\$(git rev-parse HEAD),sub &&
-    git -c user.name=a -c user.email=a@a commit -q --no-verify -m sub && git init -q sub &&
-    git -C sub config core.fsmonitor 'touch $t/pwned-sub; false' &&
-    printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules"
+    git -c user.name=a -c user.email=a@a commit -q --no-verify -m sub &&
+    printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules &&
+    { git init -q sub; git -C sub config core.fsmonitor 'touch $t/pwned-sub; false'; true; }"
   assert_success
   [[ "$stderr" == *"main: 1 commit left in sandbox/main: its commits add submodule entries: sub"* ]] || { echo "$stderr"; false; }
   host_git_everything ho-sub "$t"
@@ -805,48 +810,72 @@ host_git_everything() {
   host_git_everything ho-sub "$t"
 }
 
-@test "a shared project's .git replaced from inside by a folder, a file or a link is set aside before the host's git runs there again; a repository made inside is set aside, never read" {
+# guarded DIR N: the .git of shared project folder DIR is ss's file again, and N things at least
+# were set aside there, within 2 s (the sandbox's guard on the host does it while the sandbox runs).
+guarded() {
+  local i
+  for i in $(seq 40); do
+    if [ "$(cat "$1/.git" 2>/dev/null)" = "gitdir: ../../repositories/${1##*/}" ] &&
+      [ "$(find "$1" -maxdepth 1 -name '.git.refused-*' | wc -l)" -ge "$2" ]; then
+      return 0
+    fi
+    sleep 0.05
+  done
+  ls -la "$1"
+  false
+}
+
+@test "a shared project's .git replaced from inside by a folder, a file or a link is set aside at once while the sandbox runs, and before the host's git runs there; a repository made inside is set aside, never read" {
   t="$BATS_TEST_TMPDIR"
   chmod 777 "$t"
   ss new ho-swap >/dev/null
   D="$SS_HOME/projects/ho-swap"
   evil="git init -q /tmp/evil && git -C /tmp/evil config core.fsmonitor 'touch $t/pwned-fs; false' && git -C /tmp/evil config core.hooksPath /tmp/evil/hooks"
-  # A folder in place of the .git file, made in a session: set aside as the session ends.
-  run --separate-stderr ss ho-swap -- sh -c "$evil && rm .git && mv /tmp/evil/.git .git"
+  # A folder in place of the .git file, made in a session: set aside while the session still
+  # runs (the command sees the file back), and said as it ends.
+  run --separate-stderr ss ho-swap -- sh -c "$evil && rm .git && { cp -r /tmp/evil/.git .git; true; }; sleep 0.5; test -f .git"
   assert_success
   [[ "$stderr" == *"project 'ho-swap': set aside a .git folder found in place of the project's .git file: ~/super-sandbox/projects/ho-swap/.git.refused-"* ]] || { echo "$stderr"; false; }
-  assert_equal "$(cat "$D/.git")" "gitdir: ../../repositories/ho-swap"
+  guarded "$D" 1
   host_git_everything ho-swap "$t"
-  # A .git file that leads into the share, written outside any session: set aside by the next
-  # command on the project, before it runs the host's git there.
-  in_sandbox "cd ~/projects/ho-swap && $evil && mv /tmp/evil/.git evil-git && printf 'gitdir: evil-git\n' > .git"
-  run --separate-stderr ss fetch ho-swap
-  assert_success
-  [[ "$stderr" == *"set aside a .git file found in place of the project's .git file"* ]] || { echo "$stderr"; false; }
+  # A .git file that leads into the share, written outside any session; then a link: each set
+  # aside at once.
+  in_sandbox "cd ~/projects/ho-swap && $evil && cp -r /tmp/evil/.git evil-git && printf 'gitdir: evil-git\n' > .git"
+  guarded "$D" 2
   host_git_everything ho-swap "$t"
-  # A link; then nothing at all: put back.
   in_sandbox "cd ~/projects/ho-swap && rm .git && ln -s evil-git .git"
-  run --separate-stderr ss ho-swap -- true
-  [[ "$stderr" == *"set aside a link found in place"* ]] || { echo "$stderr"; false; }
+  guarded "$D" 3
+  host_git_everything ho-swap "$t"
+  # Nothing at all: put back before the next command runs git there.
   in_sandbox "cd ~/projects/ho-swap && rm .git"
   run --separate-stderr ss ho-swap -- git status --porcelain
   assert_success
   [[ "$stderr" == *"put back the project's .git file, which was gone"* ]] || { echo "$stderr"; false; }
   host_git_everything ho-swap "$t"
+  # With the guard gone (killed on the host), the next command on the project sets aside what the
+  # sandbox put there before it runs the host's git; the next session starts the guard again.
+  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  in_sandbox "cd ~/projects/ho-swap && printf 'gitdir: evil-git\n' > .git"
+  run --separate-stderr ss fetch ho-swap
+  assert_success
+  [[ "$stderr" == *"set aside a .git file found in place of the project's .git file"* ]] || { echo "$stderr"; false; }
+  host_git_everything ho-swap "$t"
+  ss ho-swap -- true
+  pgrep -f "ss-project guard --sandbox $SANDBOX( |\$)"
   # A repository made inside in a project that had none is set aside, never read on the host (its
   # alternates and common directory would lead the host's git to any repository of the user's,
   # and ss would hand those to the sandbox).
   mkdir "$SS_HOME/projects/ho-plain"
-  in_sandbox "cd ~/projects/ho-plain && $evil && mv /tmp/evil/.git .git && echo x > x && git add x && git -c user.name=a -c user.email=a@a commit -qm x --no-verify &&
-    echo '$SS_HOME/repositories/ho-swap/objects' > .git/objects/info/alternates"
-  run --separate-stderr ss ho-plain -- true
+  run --separate-stderr ss ho-plain -- sh -c "$evil && echo '$SS_HOME/repositories/ho-swap/objects' > /tmp/evil/.git/objects/info/alternates && { cp -r /tmp/evil/.git .git; true; }; sleep 0.5; test ! -e .git"
+  assert_success
   [[ "$stderr" == *"set aside a .git folder of a project whose repository ss did not hold (the sandbox may have made it): ~/super-sandbox/projects/ho-plain/.git.refused-"* ]] || { echo "$stderr"; false; }
+  [[ "$stderr" == *"if you made it yourself, give it to ss: mv "* ]] || { echo "$stderr"; false; }
   [ ! -e "$SS_HOME/repositories/ho-plain" ]
   [ ! -e "$SS_HOME/projects/ho-plain/.git" ]
   # A .git in the projects folder itself, over every project without one: set aside.
-  in_sandbox "cd ~/projects && $evil && mv /tmp/evil/.git .git"
-  run --separate-stderr ss ho-plain -- true
-  [[ "$stderr" == *"set aside a .git found in the projects folder itself: ~/super-sandbox/projects/.git.refused-"* ]] || { echo "$stderr"; false; }
+  run --separate-stderr ss ho-plain -- sh -c "cd ~/projects && { cp -r /tmp/evil/.git .git; true; }; sleep 0.5; test ! -e .git"
+  assert_success
+  [[ "$stderr" == *"set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/.git.refused-"* ]] || { echo "$stderr"; false; }
   run as_owner git -C "$SS_HOME/projects/ho-plain" status
   assert_failure
   [ -z "$(ls "$t" | grep pwned)" ]

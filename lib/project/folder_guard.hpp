@@ -1,0 +1,85 @@
+// The folders a running sandbox shares with the host, watched from the host for repositories.
+//
+// A `.git` in a shared folder is read by the host's git (a prompt, an editor entering the folder)
+// and obeyed: its settings and hooks run programs. Whatever the sandbox puts there must never be
+// read so. ss puts a shared project's .git file back before and after each session
+// (held_repository.hpp); while the sandbox runs, this guard does it as soon as the kernel says
+// something changed (inotify), in every folder of every shared tree:
+//
+//   - a held project's .git replaced, rewritten or removed: set aside and put back
+//     (HoldRepository);
+//   - a .git made or moved in anywhere else, or a .git file there rewritten: set aside
+//     (MoveGitAside), so the host's git never finds it;
+//   - a repository that was in a subfolder when the guard started (one of the user's) whose
+//     settings or hooks change: set aside whole.
+//
+// Left as they are: the repository a shared folder given with `ss . --no-copy` or `ss run DIR`
+// has at its top, and one ss leaves in a project's folder (submodules): both said each session.
+// What the guard did is said through `say`, a line each.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fd.hpp"
+
+namespace ss {
+
+struct GuardedFolder {
+  std::string path;       // a host folder the sandbox may write
+  bool projects = false;  // the projects folder, whose projects' .git files are ss's
+};
+
+class FolderGuard {
+ public:
+  // Watches every folder of `folders` (links never followed); the repositories found there now
+  // are the user's. Throws ss::Error(69) when the system cannot watch folders.
+  FolderGuard(std::vector<GuardedFolder> folders, std::function<void(const std::string&)> say);
+
+  // Handles what happened, waiting up to `timeout_ms` (-1: for ever) for something to; false
+  // once none of the folders is there any more.
+  bool Step(int timeout_ms);
+  int watched() const { return static_cast<int>(watched_.size()); }
+
+ private:
+  enum class Pass { kFirst, kLater };
+  // A watched folder, known by its parent's watch and its name there (kept right as folders are
+  // moved, so that ss finds it again by its path, checked to be the same folder).
+  struct Watched {
+    size_t folder = 0;  // in folders_
+    int parent = -1;    // -1: the top of folders_[folder]; -2: moved out of the tree
+    std::string name;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool repo = false;  // one of the user's repositories (its .git, or its hooks)
+  };
+
+  void Walk(size_t folder, int parent, const std::string& name, Fd dir, Pass pass);
+  int Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo);
+  void Forget(int wd);
+  void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
+  void RepositoryChanged(int wd, const std::string& name);
+  std::optional<std::string> Rel(int wd) const;  // nothing once it left the tree
+  std::string Shown(int wd) const;
+  bool ProjectTop(int wd) const;
+  Fd Open(int wd) const;
+  void Rescan();
+
+  std::vector<GuardedFolder> folders_;
+  std::vector<bool> top_repository_;  // each folder had a .git at its top when first watched
+  std::function<void(const std::string&)> say_;
+  Fd watch_;
+  std::map<int, Watched> watched_;
+  std::map<std::pair<int, std::string>, int> children_;  // (parent, name) -> watch
+  std::set<std::pair<dev_t, ino_t>> known_;  // the user's .git entries, found at the start
+  bool full_ = false;                        // the system's watches ran out
+};
+
+}  // namespace ss

@@ -1,0 +1,102 @@
+#include "share_guard.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fs.hpp"
+#include "output.hpp"
+#include "paths.hpp"
+#include "platform.hpp"
+#include "process.hpp"
+#include "sandbox.hpp"
+#include "strings.hpp"
+
+namespace ss {
+namespace {
+
+std::string GuardDir(const std::string& sandbox) { return Cat(SandboxesDir(), "/", sandbox); }
+std::string GuardLog(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.log"; }
+std::string GuardPidFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.pid"; }
+
+// The pid of the sandbox's running guard: recorded, alive, and still its guard.
+int RunningPid(const std::string& sandbox) {
+  auto text = ReadFileIfExists(GuardPidFile(sandbox));
+  auto pid = text ? ParseDecimal(Trim(*text)) : std::nullopt;
+  if (!pid || *pid <= 0 || !ProcessAlive(static_cast<pid_t>(*pid))) return 0;
+  std::vector<std::string> argv = platform::ProcessArgs(static_cast<pid_t>(*pid));
+  bool ours = argv.size() > 1 && Basename(argv[0]) == "ss-project" && argv[1] == "guard";
+  bool for_it = false;
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    for_it = for_it || (argv[i] == "--sandbox" && argv[i + 1] == sandbox);
+  }
+  return ours && for_it ? static_cast<int>(*pid) : 0;
+}
+
+}  // namespace
+
+void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
+                      const std::vector<std::string>& folders) {
+  if (RunningPid(sandbox)) return;
+  MakeDirs(GuardDir(sandbox), 0700);
+  std::vector<std::string> argv = {Cat(ExecutableDir(), "/ss-project"), "guard", "--sandbox",
+                                   sandbox};
+  if (!projects.empty()) argv.insert(argv.end(), {"--projects", projects});
+  for (const auto& folder : folders) argv.insert(argv.end(), {"--folder", folder});
+  // Its log goes on from the last run's (a session's end reads what was added during it), begun
+  // afresh when it grew big.
+  if (ShareGuardLogSize(sandbox) > (1u << 20)) AtomicWrite(GuardLog(sandbox), "", 0600);
+  ProcessOptions o;
+  o.new_session = true;
+  o.unlisted = true;
+  o.only_env = DaemonEnvNames();
+  size_t from = ShareGuardLogSize(sandbox);
+  pid_t pid = Spawn(argv, GuardLog(sandbox), o);
+  AtomicWrite(GuardPidFile(sandbox), Cat(pid, "\n"), 0600);
+  // Ready once its first line is written (every folder watched); a big tree takes a moment.
+  for (int i = 0; i < 400; ++i) {
+    if (ShareGuardLogSize(sandbox) > from) {
+      std::string said = ReadFileIfExists(GuardLog(sandbox)).value_or("").substr(from);
+      if (said.find('\n') != std::string::npos) return;
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  std::vector<std::string> said = ShareGuardSaid(sandbox, from);
+  Warn(Cat("the shared folders of sandbox '", sandbox,
+           "' are not watched: a repository it makes there is found only before and after each "
+           "session",
+           said.empty() ? "" : Cat(" (", said.back(), ")")));
+}
+
+bool ShareGuardRunning(const std::string& sandbox) { return RunningPid(sandbox) != 0; }
+
+void StopShareGuard(const std::string& sandbox) {
+  int pid = RunningPid(sandbox);
+  ::unlink(GuardPidFile(sandbox).c_str());
+  if (!pid) return;
+  ::kill(pid, SIGTERM);
+  if (!WaitProcessGone(pid, std::chrono::seconds(5))) ::kill(pid, SIGKILL);
+}
+
+size_t ShareGuardLogSize(const std::string& sandbox) {
+  struct stat st;
+  return ::stat(GuardLog(sandbox).c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+}
+
+std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from) {
+  std::string text = ReadFileIfExists(GuardLog(sandbox)).value_or("");
+  if (from > text.size()) from = 0;  // a new log
+  std::vector<std::string> lines;
+  for (const auto& line : SplitLines(text.substr(from))) {
+    if (!line.starts_with("watching ")) lines.push_back(Printable(line));
+  }
+  return lines;
+}
+
+}  // namespace ss

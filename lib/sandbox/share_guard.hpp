@@ -1,0 +1,24 @@
+// The guard of a sandbox's shared folders (folder_guard.hpp), kept running on the host while
+// the sandbox runs: `ss-project guard`, one process per sandbox, started with the sandbox and
+// again whenever ss finds it gone (as its ss-net is, egress.hpp), stopped with the sandbox.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ss {
+
+// Starts the guard of `sandbox` for `projects` (the projects folder, or empty) and `folders` (the
+// other folders it shares read-write) unless it runs, and waits until it watches them all. Where
+// the system cannot watch folders, says so once: the folders are then looked at only before and
+// after each session.
+void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
+                      const std::vector<std::string>& folders);
+// Whether it runs (a check of a pid, cheap enough for every command).
+bool ShareGuardRunning(const std::string& sandbox);
+void StopShareGuard(const std::string& sandbox);
+// Its log: a line for each thing it set aside. Its size now, and what was written after `from`.
+size_t ShareGuardLogSize(const std::string& sandbox);
+std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from);
+
+}  // namespace ss
