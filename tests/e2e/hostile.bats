@@ -894,6 +894,25 @@ guarded() {
   [ -d "$secret/.git" ]
 }
 
+@test "a repository of the user's in a shared project's subfolder, there when the guard started, stays while the agent commits in it; once its settings change, it is set aside whole" {
+  t="$BATS_TEST_TMPDIR"
+  chmod 777 "$t"
+  ss new ho-nest >/dev/null
+  N="$SS_HOME/projects/ho-nest/vendor/lib"
+  # Made while no guard runs (a guard sets aside any repository that appears, the user's too).
+  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  mkdir -p "$N"
+  chown -R --reference="$SS_HOME/projects/ho-nest" "$SS_HOME/projects/ho-nest/vendor"
+  as_owner git init -q "$N"
+  as_owner git -C "$N" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
+  run --separate-stderr ss ho-nest -- sh -c "cd vendor/lib && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m two && sleep 0.5 && test -d .git &&
+    git config core.fsmonitor 'touch $t/pwned-nest; false'; sleep 0.5; test ! -e .git"
+  assert_success
+  [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
+  as_owner git -C "$N" status >/dev/null
+  [ -z "$(ls "$t" | grep pwned)" ]
+}
+
 @test "fetch: nothing of the sandbox's git runs on the host, whatever its repository says; a bad pack or object is refused whole" {
   t="$BATS_TEST_TMPDIR"
   hgit() { as_owner git -C "$P" "$@"; }
