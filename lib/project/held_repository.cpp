@@ -72,13 +72,22 @@ Fd OpenProjectFolder(const std::string& dir) {
   return fd;
 }
 
+// Written whole under a name of its own, then put in place, never over anything: whoever reads
+// .git (the folder guard, folder_guard.hpp, as soon as it appears) never finds it half-written.
 void WriteGitFile(int dir_fd, const std::string& dir, const std::string& name) {
-  Fd fd(::openat(dir_fd, ".git", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  std::string part = Cat(".git.new-", RandomNonce().substr(0, 12));
+  Fd fd(::openat(dir_fd, part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd.ok()) PathError("write", dir + "/.git", errno);
-  WriteAll(fd.get(), HeldGitFile(name), dir + "/.git");
-  if (::geteuid() == 0) {
-    Owner o = ProjectsIds();
-    if (::fchown(fd.get(), o.uid, o.gid) != 0) PathError("give", dir + "/.git", errno);
+  try {
+    WriteAll(fd.get(), HeldGitFile(name), dir + "/.git");
+    if (::geteuid() == 0) {
+      Owner o = ProjectsIds();
+      if (::fchown(fd.get(), o.uid, o.gid) != 0) PathError("give", dir + "/.git", errno);
+    }
+    if (!RenameNoReplace(dir_fd, part, ".git")) PathError("write", dir + "/.git", EEXIST);
+  } catch (...) {
+    ::unlinkat(dir_fd, part.c_str(), 0);
+    throw;
   }
 }
 
