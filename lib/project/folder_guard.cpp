@@ -8,8 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <optional>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "exit_code.hpp"
 #include "fs.hpp"
@@ -64,6 +66,7 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
   auto enter = [&](int in, const std::string& as, Fd fd) {
     int wd = Watch(folder, in, as, fd.get(), false);
     if (wd < 0) return;
+    if (pass == Pass::kLater) CheckBare(wd, fd.get());
     auto entries = ReadDirAt(fd.get());
     levels.push_back(Level{wd, std::move(fd), std::move(entries)});
   };
@@ -92,7 +95,8 @@ int FolderGuard::Watch(size_t folder, int parent, const std::string& name, int d
   // A project's top is watched for its files' writes too: its .git file rewritten in place.
   bool top = folders_[folder].projects && parent >= 0 && watched_.count(parent) &&
              watched_.at(parent).parent == -1;
-  int wd = platform::AddFolderWatch(watch_.get(), dir_fd, repo || top);
+  int wd = platform::AddFolderWatch(watch_.get(), dir_fd,
+                                    repo || top || written_.count({st.st_dev, st.st_ino}));
   if (wd < 0) {
     if ((errno == ENOSPC || errno == ENOMEM) && !full_) {
       full_ = true;
@@ -218,7 +222,15 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
     // One of the user's, there before the sandbox ran (or moved within the folder): its settings
     // and hooks are watched.
     known_.insert(key);
-    if (!S_ISDIR(st.st_mode)) return;
+    if (!S_ISDIR(st.st_mode)) {
+      // A .git file (a worktree's, a submodule's): its folder is watched for writes too, so that
+      // one through a descriptor kept open is seen at once, not when it is closed.
+      struct stat d;
+      if (::fstat(dir_fd, &d) == 0 && written_.insert({d.st_dev, d.st_ino}).second) {
+        platform::AddFolderWatch(watch_.get(), dir_fd, true);
+      }
+      return;
+    }
     Fd git(OpenDirAt(dir_fd, ".git"));
     if (!git.ok()) return;
     int g = Watch(w.folder, wd, ".git", git.get(), true);
@@ -236,6 +248,33 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
     say_(Cat("set aside ", what, " that appeared in a shared folder while the sandbox ran: ", at));
   } catch (const Error& e) {
     if (::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) say_(e.what());
+  }
+}
+
+// What git takes for a repository without a .git: a folder with HEAD, objects and refs (or a
+// commondir), whose config it obeys when run there or below. Its HEAD is set aside, which makes
+// it no repository; in a folder ss set aside already, without a word.
+void FolderGuard::CheckBare(int wd, int dir_fd) {
+  struct stat st;
+  auto is = [&](const char* name, bool dir) {
+    return ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) == dir;
+  };
+  if (::fstatat(dir_fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!((is("objects", true) && is("refs", true)) || is("commondir", false))) return;
+  for (int i = 0; i < 20; ++i) {
+    std::string to = Cat("HEAD.refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
+    try {
+      if (!RenameNoReplace(dir_fd, "HEAD", to)) continue;
+    } catch (const Error&) {
+      return;  // gone meanwhile
+    }
+    if (!watched_.at(wd).name.starts_with(".git.refused-")) {
+      say_(
+          Cat("set aside the HEAD of a repository that appeared in a shared folder while the "
+              "sandbox ran (git would take the folder for one): ",
+              Shown(wd), "/", to));
+    }
+    return;
   }
 }
 
@@ -300,6 +339,15 @@ bool FolderGuard::Step(int timeout_ms) {
       if (!e.left) RepositoryChanged(e.watch, e.name);
       continue;
     }
+    if (e.name == ".git" && e.left) {
+      // One of the user's moved from its name: no longer known (it would come back changed).
+      if (auto c = children_.find({e.watch, e.name}); c != children_.end()) {
+        const Watched& g = watched_.at(c->second);
+        known_.erase({g.dev, g.ino});
+        Forget(c->second);
+      }
+      continue;
+    }
     if (e.folder && e.left) {
       if (auto c = children_.find({e.watch, e.name}); c != children_.end()) {
         moved_out[e.cookie] = c->second;
@@ -326,9 +374,14 @@ bool FolderGuard::Step(int timeout_ms) {
       continue;
     }
     if (e.name == ".git") {
-      if (e.left) {
-        if (auto c = children_.find({e.watch, e.name}); c != children_.end()) Forget(c->second);
-        continue;
+      // A folder of the tree moved in as .git: the guard's own watch of it goes with it.
+      if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {
+        Watched& m = watched_.at(from->second);
+        children_.erase({m.parent, m.name});
+        m.parent = e.watch;
+        m.name = e.name;
+        children_[{e.watch, e.name}] = from->second;
+        moved_out.erase(from);
       }
       Fd dir = Open(e.watch);
       if (!dir.ok()) {
@@ -336,6 +389,12 @@ bool FolderGuard::Step(int timeout_ms) {
         continue;
       }
       CheckGit(e.watch, dir.get(), Pass::kLater, !e.arrived);
+      continue;
+    }
+    if (e.name == "HEAD" || e.name == "objects" || e.name == "refs" || e.name == "commondir" ||
+        e.name == "config") {
+      Fd dir = Open(e.watch);
+      if (dir.ok()) CheckBare(e.watch, dir.get());
     }
   }
   // Moved out of the tree (or paired in a later read: then walked again as new).

@@ -65,6 +65,7 @@ class FolderGuard {
   int Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo);
   void Forget(int wd);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
+  void CheckBare(int wd, int dir_fd);
   void RepositoryChanged(int wd, const std::string& name);
   std::optional<std::string> Rel(int wd) const;  // nothing once it left the tree
   std::string Shown(int wd) const;
@@ -78,8 +79,9 @@ class FolderGuard {
   Fd watch_;
   std::map<int, Watched> watched_;
   std::map<std::pair<int, std::string>, int> children_;  // (parent, name) -> watch
-  std::set<std::pair<dev_t, ino_t>> known_;  // the user's .git entries, found at the start
-  bool full_ = false;                        // the system's watches ran out
+  std::set<std::pair<dev_t, ino_t>> known_;    // the user's .git entries, found at the start
+  std::set<std::pair<dev_t, ino_t>> written_;  // folders watched for writes: a .git file's
+  bool full_ = false;                          // the system's watches ran out
 };
 
 }  // namespace ss

@@ -400,7 +400,8 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
     b.name = line.substr(std::string_view(kSandboxRefs).size(), tab - std::strlen(kSandboxRefs));
     b.to = line.substr(tab + 1);
     std::string branch = Cat("refs/heads/", b.name);
-    std::string shown = Cat("sandbox/", b.name);
+    // As the commands below name it: quoted, since a branch the sandbox named may hold $(...).
+    std::string shown = ShellQuote(Cat("sandbox/", b.name));
     b.from = Git(dir, {"rev-parse", "-q", "--verify", branch + "^{commit}"}).value_or("");
     if (b.from.empty()) {
       b.commits = CountCommits(dir, {b.to, "--not", "--branches"});
@@ -477,11 +478,13 @@ std::vector<std::string> FetchLines(const FetchReport& report) {
                             b.to.substr(0, 7), ")"));
         break;
       case FetchedBranch::Outcome::kNew:
-        lines.push_back(Cat(name, ": new in the sandbox, ", commits, ": sandbox/", name));
+        lines.push_back(Cat(name, ": new in the sandbox, ", commits, ": ",
+                            Printable(ShellQuote(Cat("sandbox/", b.name)))));
         break;
       case FetchedBranch::Outcome::kKept:
-        lines.push_back(
-            Cat(name, ": ", commits, " left in sandbox/", name, ": ", Printable(b.why)));
+        lines.push_back(Cat(name, ": ", commits, " left in ",
+                            Printable(ShellQuote(Cat("sandbox/", b.name))), ": ",
+                            Printable(b.why)));
         break;
       case FetchedBranch::Outcome::kSaved:
         lines.push_back(Cat(name, ": the sandbox no longer has ", commits, " it gave before: ",

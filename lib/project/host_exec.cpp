@@ -64,6 +64,10 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       {"opencode.json", "opencode (plugins, MCP servers)"},
       {".opencode/***", "opencode"},
       {".cursor/***", "Cursor"},
+      {".kiro/***", "Kiro (hooks, MCP servers)"},
+      {".roo/***", "Roo Code (MCP servers)"},
+      {".amazonq/***", "Amazon Q (MCP servers)"},
+      {".aider.conf.yml", "aider (lint and test commands)"},
       // Editors and IDEs: tasks run on opening a folder, settings naming programs.
       {".vscode/***", "VS Code (tasks, settings)"},
       {".devcontainer/***", "dev containers (initializeCommand runs on the host)"},
@@ -73,6 +77,17 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       {".nvim.lua", "Neovim (exrc)"},
       {".exrc", "Vim and Neovim (exrc)"},
       {".vimrc", "Vim (exrc)"},
+      {".dir-locals.el", "Emacs (eval in directory variables)"},
+      {".dir-locals-2.el", "Emacs (eval in directory variables)"},
+      // Linters and formatters whose configuration is code, loaded by editors' extensions on
+      // their own.
+      {"eslint.config.*", "ESLint (its configuration is code editors run)"},
+      {".eslintrc.js", "ESLint (its configuration is code editors run)"},
+      {".eslintrc.cjs", "ESLint (its configuration is code editors run)"},
+      {"prettier.config.*", "Prettier (its configuration is code editors run)"},
+      {".prettierrc.js", "Prettier (its configuration is code editors run)"},
+      {".prettierrc.cjs", "Prettier (its configuration is code editors run)"},
+      {".prettierrc.mjs", "Prettier (its configuration is code editors run)"},
   };
   return list;
 }

@@ -4,12 +4,14 @@
 // repositories found at the start stay, until something that runs programs changes in them.
 #include "folder_guard.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
 
+#include "fd.hpp"
 #include "fs.hpp"
 #include "gtest/gtest.h"
 #include "held_repository.hpp"
@@ -141,6 +143,54 @@ TEST_F(FolderGuardTest, TheUsersRepositoriesStayUntilWhatRunsProgramsChanges) {
   std::string two = app + "/two";
   MakeDirs(two + "/.git");
   ASSERT_TRUE(Until(*guard, [&] { return !PathExists(two + "/.git"); }));
+}
+
+TEST_F(FolderGuardTest, AFolderGitTakesForARepositoryWithoutADotGitLosesItsHead) {
+  std::string app = Held("app");
+  auto guard = Start();
+  // A bare repository made in a subfolder (git finds it from there and below, and obeys its
+  // config), and one in the projects folder itself.
+  for (const std::string& dir : {app + "/sub", ProjectsDir()}) {
+    MakeDirs(dir + "/objects");
+    MakeDirs(dir + "/refs");
+    AtomicWrite(dir + "/config", "[core]\n\tpager = touch /nonexistent/pwned\n");
+    AtomicWrite(dir + "/HEAD", "ref: refs/heads/main\n");
+    ASSERT_TRUE(Until(*guard, [&] { return !PathExists(dir + "/HEAD"); })) << dir;
+  }
+  // Made elsewhere whole, then moved in.
+  MakeDirs(other_.path() + "/bare/objects");
+  MakeDirs(other_.path() + "/bare/refs");
+  AtomicWrite(other_.path() + "/bare/HEAD", "ref: refs/heads/main\n");
+  ASSERT_EQ(::rename((other_.path() + "/bare").c_str(), (app + "/moved").c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(app + "/moved/HEAD"); }));
+}
+
+TEST_F(FolderGuardTest, TheUsersRepositoryMovedAwayAndBackIsNoLongerTrusted) {
+  std::string app = Held("app");
+  std::string lib = app + "/lib";
+  MakeDirs(lib + "/.git/objects");
+  MakeDirs(lib + "/.git/refs");
+  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+  auto guard = Start();
+  // Renamed, its settings changed while it has another name, renamed back: at once, as the
+  // sandbox would.
+  ASSERT_EQ(::rename((lib + "/.git").c_str(), (lib + "/t").c_str()), 0);
+  AtomicWrite(lib + "/t/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
+  ASSERT_EQ(::rename((lib + "/t").c_str(), (lib + "/.git").c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(lib + "/.git"); }));
+}
+
+TEST_F(FolderGuardTest, TheUsersGitFileWrittenThroughADescriptorKeptOpenIsSeenAtOnce) {
+  std::string app = Held("app");
+  std::string wt = app + "/wt";
+  MakeDirs(wt);
+  AtomicWrite(wt + "/.git", "gitdir: /somewhere/worktrees/wt\n");
+  auto guard = Start();
+  Fd fd(::open((wt + "/.git").c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  ASSERT_TRUE(fd.ok());
+  ASSERT_EQ(::write(fd.get(), "gitdir: e\n", 10), 10);
+  // Still open: the guard must not wait for it to be closed.
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(wt + "/.git"); }));
 }
 
 TEST_F(FolderGuardTest, AFoldersOwnRepositoryStaysAndANewOneThereIsSetAside) {

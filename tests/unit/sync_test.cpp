@@ -141,11 +141,16 @@ TEST(GitLayer, OneLinePerBranchWithCommitsTheHostLacked) {
       "main", FetchedBranch::Outcome::kFastForwarded, "1a2b3c4d5e6f", "5d6e7f8a9b0c", 3, ""};
   FetchedBranch added{"feature", FetchedBranch::Outcome::kNew, "", "abc", 1, ""};
   FetchedBranch kept{"dev\x1b[2J", FetchedBranch::Outcome::kKept, "a", "b", 2, "why"};
-  r.branches = {ff, added, kept};
-  EXPECT_EQ(FetchLines(r),
-            (std::vector<std::string>{"main: fast-forwarded by 3 commits (1a2b3c4..5d6e7f8)",
-                                      "feature: new in the sandbox, 1 commit: sandbox/feature",
-                                      "dev^[[2J: 2 commits left in sandbox/dev^[[2J: why"}));
+  // A name the sandbox chose is shown as a shell reads it back: pasted, it runs nothing.
+  FetchedBranch hostile{"x$(touch${IFS}/tmp/p)", FetchedBranch::Outcome::kNew, "", "c", 1, ""};
+  r.branches = {ff, added, kept, hostile};
+  EXPECT_EQ(
+      FetchLines(r),
+      (std::vector<std::string>{
+          "main: fast-forwarded by 3 commits (1a2b3c4..5d6e7f8)",
+          "feature: new in the sandbox, 1 commit: sandbox/feature",
+          "dev^[[2J: 2 commits left in 'sandbox/dev^[[2J': why",
+          "x$(touch${IFS}/tmp/p): new in the sandbox, 1 commit: 'sandbox/x$(touch${IFS}/tmp/p)'"}));
   EXPECT_TRUE(FetchLines(FetchReport{}).empty());
 }
 
