@@ -312,7 +312,9 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
   }
   report.repository = true;
   const std::string& dir = place.host_dir;
-  if (!IsCheckout(dir)) {
+  // A held repository is named, never looked for: whatever the sandbox has put at .git this
+  // instant (its folder guard puts the file back), the commits go there.
+  if (!HeldGitDirOf(dir) && !IsCheckout(dir)) {
     throw Error(kExitNoInput,
                 Cat(DisplayPath(dir),
                     " is not a git repository: the sandbox's "

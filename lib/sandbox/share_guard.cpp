@@ -57,14 +57,16 @@ void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
   size_t from = ShareGuardLogSize(sandbox);
   pid_t pid = Spawn(argv, GuardLog(sandbox), o);
   AtomicWrite(GuardPidFile(sandbox), Cat(pid, "\n"), 0600);
-  // Ready once its first line is written (every folder watched); a big tree takes a moment.
-  for (int i = 0; i < 400; ++i) {
+  // Ready once its first line is written (every folder watched); a big tree takes a moment, and
+  // past 10 s it goes on watching them behind the session.
+  for (int i = 0;; ++i) {
     if (ShareGuardLogSize(sandbox) > from) {
       std::string said = ReadFileIfExists(GuardLog(sandbox)).value_or("").substr(from);
       if (said.find('\n') != std::string::npos) return;
     }
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    if (i == 400) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   std::vector<std::string> said = ShareGuardSaid(sandbox, from);

@@ -234,8 +234,10 @@ setup() {
 }
 
 @test "git status works inside a shared project (no dubious ownership)" {
-  as_owner mkdir -p "$SS_HOME/projects/gitproj"
-  as_owner git -C "$SS_HOME/projects/gitproj" init -q -b main
+  # (A repository made on the host in the shared folder while a sandbox runs is set aside at
+  # once: projects with one are made by ss new, and the sandbox's own made by its first session.)
+  ss new gitproj >/dev/null
+  ss exec gitproj --sandbox "$SANDBOX" -- true
   as_owner touch "$SS_HOME/projects/gitproj/f"
   run sandbox_ssh "$SANDBOX" git -C /home/sandbox/projects/gitproj status --porcelain
   assert_success
