@@ -42,6 +42,10 @@ teardown() {
   ss config set sync.max_size 1GB >/dev/null
 }
 
+# Inside the sandbox, before a command: w COND waits up to 4 s for a shell condition (a VM's shared
+# folder shows the host's changes only after its cache's second).
+INSIDE_WAIT='w() { i=0; while [ $i -lt 40 ]; do eval "$1" && return 0; sleep 0.1; i=$((i+1)); done; return 1; };'
+
 canary_sum() { (cd "$E2E_ROOT/canary" && find . -printf '%p %y %m %s %T@\n' | sort && cat secret sub/deep) | sha256sum; }
 in_sandbox() { sandbox_ssh "$SANDBOX" "$@"; }
 in_copy() { in_sandbox "cd ~/copy-projects/ho-app && $1"; }
@@ -719,7 +723,7 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   assert_equal "${stderr_lines[2]}" "  .gitattributes (git (attributes pick filter and diff programs))"
   assert_equal "${stderr_lines[3]}" "hint: read them before git, an editor or an agent opens the folder on the host"
   # A repository made in a subfolder is set aside while the session runs, and said as it ends.
-  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p lib/.git; sleep 0.5; test ! -e lib/.git'
+  run --separate-stderr ss ho-shared -- sh -c "$INSIDE_WAIT mkdir -p lib/.git; w 'test ! -e lib/.git'"
   assert_success
   assert_equal "${stderr_lines[0]}" "ss: warning: while the session ran, ss set aside what the sandbox put where the host's git reads:"
   assert_regex "${stderr_lines[1]}" "^  set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-shared/lib/\.git\.refused-[0-9]+-[0-9a-f]{8}$"
@@ -833,7 +837,7 @@ guarded() {
   evil="git init -q /tmp/evil && git -C /tmp/evil config core.fsmonitor 'touch $t/pwned-fs; false' && git -C /tmp/evil config core.hooksPath /tmp/evil/hooks"
   # A folder in place of the .git file, made in a session: set aside while the session still
   # runs (the command sees the file back), and said as it ends.
-  run --separate-stderr ss ho-swap -- sh -c "$evil && rm .git && { cp -r /tmp/evil/.git .git; true; }; sleep 0.5; test -f .git"
+  run --separate-stderr ss ho-swap -- sh -c "$INSIDE_WAIT $evil && rm .git && { cp -r /tmp/evil/.git .git; true; }; w 'test -f .git'"
   assert_success
   [[ "$stderr" == *"project 'ho-swap': set aside a .git folder found in place of the project's .git file: ~/super-sandbox/projects/ho-swap/.git.refused-"* ]] || { echo "$stderr"; false; }
   guarded "$D" 1
@@ -866,14 +870,14 @@ guarded() {
   # alternates and common directory would lead the host's git to any repository of the user's,
   # and ss would hand those to the sandbox).
   mkdir "$SS_HOME/projects/ho-plain"
-  run --separate-stderr ss ho-plain -- sh -c "$evil && echo '$SS_HOME/repositories/ho-swap/objects' > /tmp/evil/.git/objects/info/alternates && { cp -r /tmp/evil/.git .git; true; }; sleep 0.5; test ! -e .git"
+  run --separate-stderr ss ho-plain -- sh -c "$INSIDE_WAIT $evil && echo '$SS_HOME/repositories/ho-swap/objects' > /tmp/evil/.git/objects/info/alternates && { cp -r /tmp/evil/.git .git; true; }; w 'test ! -e .git'"
   assert_success
   [[ "$stderr" == *"set aside a .git folder of a project whose repository ss did not hold (the sandbox may have made it): ~/super-sandbox/projects/ho-plain/.git.refused-"* ]] || { echo "$stderr"; false; }
   [[ "$stderr" == *"if you made it yourself, give it to ss: mv "* ]] || { echo "$stderr"; false; }
   [ ! -e "$SS_HOME/repositories/ho-plain" ]
   [ ! -e "$SS_HOME/projects/ho-plain/.git" ]
   # A .git in the projects folder itself, over every project without one: set aside.
-  run --separate-stderr ss ho-plain -- sh -c "cd ~/projects && { cp -r /tmp/evil/.git .git; true; }; sleep 0.5; test ! -e .git"
+  run --separate-stderr ss ho-plain -- sh -c "$INSIDE_WAIT cd ~/projects && { cp -r /tmp/evil/.git .git; true; }; w 'test ! -e .git'"
   assert_success
   [[ "$stderr" == *"set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/.git.refused-"* ]] || { echo "$stderr"; false; }
   run as_owner git -C "$SS_HOME/projects/ho-plain" status
@@ -905,8 +909,8 @@ guarded() {
   chown -R --reference="$SS_HOME/projects/ho-nest" "$SS_HOME/projects/ho-nest/vendor"
   as_owner git init -q "$N"
   as_owner git -C "$N" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
-  run --separate-stderr ss ho-nest -- sh -c "cd vendor/lib && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m two && sleep 0.5 && test -d .git &&
-    git config core.fsmonitor 'touch $t/pwned-nest; false'; sleep 0.5; test ! -e .git"
+  run --separate-stderr ss ho-nest -- sh -c "$INSIDE_WAIT cd vendor/lib && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m two && sleep 0.5 && test -d .git &&
+    git config core.fsmonitor 'touch $t/pwned-nest; false'; w 'test ! -e .git'"
   assert_success
   [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
   as_owner git -C "$N" status >/dev/null
