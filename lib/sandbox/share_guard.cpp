@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
+#include "fd.hpp"
 #include "fs.hpp"
 #include "output.hpp"
 #include "paths.hpp"
@@ -42,6 +44,12 @@ int RunningPid(const std::string& sandbox) {
 void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
                       const std::vector<std::string>& folders) {
   if (RunningPid(sandbox)) return;
+  // A system that cannot watch folders (macOS, for now): they are looked at around sessions only,
+  // as ss-project(1) says, without a guard that would fail at every session.
+  {
+    Fd probe(platform::OpenFolderWatch());
+    if (!probe.ok() && errno == ENOSYS) return;
+  }
   MakeDirs(GuardDir(sandbox), 0700);
   std::vector<std::string> argv = {Cat(ExecutableDir(), "/ss-project"), "guard", "--sandbox",
                                    sandbox};
