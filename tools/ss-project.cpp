@@ -334,7 +334,10 @@ int Guard(const ProjectLine& o) {
   for (const auto& folder : o.folders) folders.push_back({folder, false});
   // Every line is kept (a session's end shows the first few): each costs less than what the
   // sandbox had to make in the shared folder for it, which it could fill anyway.
-  FolderGuard guard(folders, [](const std::string& line) { std::cout << line << std::endl; });
+  // (Names the sandbox chose are shown without their line breaks: a line of the log is the
+  // guard's.)
+  FolderGuard guard(folders,
+                    [](const std::string& line) { std::cout << Printable(line) << std::endl; });
   std::cout << "watching " << guard.watched() << " folders of sandbox " << o.sandbox << std::endl;
   while (guard.Step(-1)) {
   }

@@ -260,7 +260,9 @@ void FolderGuard::CheckBare(int wd, int dir_fd) {
     return ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) == dir;
   };
   if (::fstatat(dir_fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-  if (!((is("objects", true) && is("refs", true)) || is("commondir", false))) return;
+  // As git asks: objects and refs reached (through links, or files that can be searched).
+  auto reached = [&](const char* name) { return ::faccessat(dir_fd, name, X_OK, 0) == 0; };
+  if (!((reached("objects") && reached("refs")) || is("commondir", false))) return;
   for (int i = 0; i < 20; ++i) {
     std::string to = Cat("HEAD.refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
     try {
@@ -371,6 +373,8 @@ bool FolderGuard::Step(int timeout_ms) {
       Fd sub(dir.ok() ? OpenDirAt(dir.get(), e.name) : -1);
       if (!dir.ok()) rescan = true;
       if (sub.ok()) Walk(it->second.folder, e.watch, e.name, std::move(sub), Pass::kLater);
+      // objects or refs made last: the folder they are in may be a repository now.
+      if (dir.ok() && (e.name == "objects" || e.name == "refs")) CheckBare(e.watch, dir.get());
       continue;
     }
     if (e.name == ".git") {

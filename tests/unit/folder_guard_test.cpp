@@ -157,6 +157,22 @@ TEST_F(FolderGuardTest, AFolderGitTakesForARepositoryWithoutADotGitLosesItsHead)
     AtomicWrite(dir + "/HEAD", "ref: refs/heads/main\n");
     ASSERT_TRUE(Until(*guard, [&] { return !PathExists(dir + "/HEAD"); })) << dir;
   }
+  // Its objects and refs made last, or as links (git follows them).
+  std::string last = app + "/last";
+  MakeDirs(last);
+  AtomicWrite(last + "/config", "[core]\n\tpager = touch /nonexistent/pwned\n");
+  AtomicWrite(last + "/HEAD", "ref: refs/heads/main\n");
+  guard->Step(50);
+  MakeDirs(last + "/objects");
+  MakeDirs(last + "/refs");
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(last + "/HEAD"); }));
+  std::string linked = app + "/linked";
+  MakeDirs(linked);
+  AtomicWrite(linked + "/HEAD", "ref: refs/heads/main\n");
+  ASSERT_EQ(::symlink(".", (linked + "/objects").c_str()), 0);
+  ASSERT_EQ(::symlink(".", (linked + "/refs").c_str()), 0);
+  AtomicWrite(linked + "/config", "[core]\n\tpager = touch /nonexistent/pwned\n");
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(linked + "/HEAD"); }));
   // Made elsewhere whole, then moved in.
   MakeDirs(other_.path() + "/bare/objects");
   MakeDirs(other_.path() + "/bare/refs");
