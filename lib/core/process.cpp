@@ -16,6 +16,7 @@
 
 #include "error.hpp"
 #include "fd.hpp"
+#include "fs.hpp"
 #include "host_commands.hpp"
 #include "output.hpp"
 #include "platform.hpp"
@@ -189,6 +190,20 @@ int WaitPid(pid_t pid) {
     if (errno != EINTR) return 255;
   }
   return DecodeStatus(wstatus);
+}
+
+bool IsSandboxDaemon(pid_t pid, const std::vector<std::string>& argv_prefix,
+                     const std::string& sandbox) {
+  if (pid <= 0 || !ProcessAlive(pid) || argv_prefix.empty()) return false;
+  std::vector<std::string> argv = platform::ProcessArgs(pid);
+  if (argv.size() < argv_prefix.size() || Basename(argv[0]) != argv_prefix[0] ||
+      !std::equal(argv_prefix.begin() + 1, argv_prefix.end(), argv.begin() + 1)) {
+    return false;
+  }
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--sandbox" && argv[i + 1] == sandbox) return true;
+  }
+  return false;
 }
 
 bool ProcessAlive(pid_t pid) {

@@ -70,6 +70,11 @@ int WaitPid(pid_t pid);
 // Whether pid still names a live process: a zombie waiting for its parent (or for an init that
 // reaps slowly) to collect it has ended, and does not count.
 bool ProcessAlive(pid_t pid);
+// Whether `pid` is alive and is `argv_prefix` (its program by file name, then its first
+// arguments) run with "--sandbox SANDBOX": a daemon ss started for that sandbox, still that one
+// (a recorded number may be another process's by now).
+bool IsSandboxDaemon(pid_t pid, const std::vector<std::string>& argv_prefix,
+                     const std::string& sandbox);
 // Waits until pid has ended, at most `wait`; true when it has.
 bool WaitProcessGone(pid_t pid, std::chrono::milliseconds wait);
 

@@ -8,10 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <optional>
 
-#include "digest.hpp"
 #include "error.hpp"
 #include "exit_code.hpp"
 #include "fs.hpp"
@@ -114,6 +112,15 @@ int FolderGuard::Watch(size_t folder, int parent, const std::string& name, int d
   watched_[wd] = Watched{folder, parent, name, st.st_dev, st.st_ino, repo};
   if (parent != -1) children_[{parent, name}] = wd;
   return wd;
+}
+
+// Watched folder `wd`, found now as `name` in watched folder `parent`.
+void FolderGuard::Reparent(int wd, int parent, const std::string& name) {
+  Watched& m = watched_.at(wd);
+  children_.erase({m.parent, m.name});
+  m.parent = parent;
+  m.name = name;
+  children_[{parent, name}] = wd;
 }
 
 void FolderGuard::Forget(int wd) {
@@ -263,20 +270,17 @@ void FolderGuard::CheckBare(int wd, int dir_fd) {
   // As git asks: objects and refs reached (through links, or files that can be searched).
   auto reached = [&](const char* name) { return ::faccessat(dir_fd, name, X_OK, 0) == 0; };
   if (!((reached("objects") && reached("refs")) || is("commondir", false))) return;
-  for (int i = 0; i < 20; ++i) {
-    std::string to = Cat("HEAD.refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
-    try {
-      if (!RenameNoReplace(dir_fd, "HEAD", to)) continue;
-    } catch (const Error&) {
-      return;  // gone meanwhile
-    }
-    if (!watched_.at(wd).name.starts_with(".git.refused-")) {
-      say_(
-          Cat("set aside the HEAD of a repository that appeared in a shared folder while the "
-              "sandbox ran (git would take the folder for one): ",
-              Shown(wd), "/", to));
-    }
-    return;
+  std::string at;
+  try {
+    at = MoveAside(dir_fd, Shown(wd), "HEAD");
+  } catch (const Error&) {
+    return;  // gone meanwhile
+  }
+  if (!watched_.at(wd).name.starts_with(".git.refused-")) {
+    say_(
+        Cat("set aside the HEAD of a repository that appeared in a shared folder while the "
+            "sandbox ran (git would take the folder for one): ",
+            at));
   }
 }
 
@@ -357,15 +361,10 @@ bool FolderGuard::Step(int timeout_ms) {
       continue;
     }
     if (e.folder && e.arrived && e.name != ".git") {
-      auto from = moved_out.find(e.cookie);
-      if (e.cookie != 0 && from != moved_out.end()) {
+      if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {
         // Moved within the tree: the same folders, watched already, under a new name. What is
         // in them was looked at as it appeared.
-        Watched& m = watched_.at(from->second);
-        children_.erase({m.parent, m.name});
-        m.parent = e.watch;
-        m.name = e.name;
-        children_[{e.watch, e.name}] = from->second;
+        Reparent(from->second, e.watch, e.name);
         moved_out.erase(from);
         continue;
       }
@@ -380,11 +379,7 @@ bool FolderGuard::Step(int timeout_ms) {
     if (e.name == ".git") {
       // A folder of the tree moved in as .git: the guard's own watch of it goes with it.
       if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {
-        Watched& m = watched_.at(from->second);
-        children_.erase({m.parent, m.name});
-        m.parent = e.watch;
-        m.name = e.name;
-        children_[{e.watch, e.name}] = from->second;
+        Reparent(from->second, e.watch, e.name);
         moved_out.erase(from);
       }
       Fd dir = Open(e.watch);

@@ -63,6 +63,7 @@ class FolderGuard {
 
   void Walk(size_t folder, int parent, const std::string& name, Fd dir, Pass pass);
   int Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo);
+  void Reparent(int wd, int parent, const std::string& name);
   void Forget(int wd);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
   void CheckBare(int wd, int dir_fd);

@@ -99,12 +99,16 @@ std::string SetAside(int dir_fd, const std::string& dir, std::string_view what) 
 
 }  // namespace
 
-std::string MoveGitAside(int dir_fd, const std::string& dir) {
+std::string MoveAside(int dir_fd, const std::string& dir, const std::string& name) {
   for (int i = 0;; ++i) {
-    std::string to = Cat(".git.refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
-    if (RenameNoReplace(dir_fd, ".git", to)) return DisplayPath(Cat(dir, "/", to));
-    if (i > 20) PathError("move aside", dir + "/.git", EEXIST);
+    std::string to = Cat(name, ".refused-", std::time(nullptr), "-", RandomNonce().substr(0, 8));
+    if (RenameNoReplace(dir_fd, name, to)) return DisplayPath(Cat(dir, "/", to));
+    if (i > 20) PathError("move aside", Cat(dir, "/", name), EEXIST);
   }
+}
+
+std::string MoveGitAside(int dir_fd, const std::string& dir) {
+  return MoveAside(dir_fd, dir, ".git");
 }
 
 bool PlainRemoteUrl(std::string_view url) {

@@ -69,9 +69,10 @@ struct Holding {
 // Throws ss::Error(74) when a file cannot be moved or written.
 Holding HoldRepository(const std::string& dir, const std::string& name, bool trusted);
 
-// Moves the .git in folder `dir_fd` (`dir`, for messages) aside, to .git.refused-TIME-RANDOM
+// Moves entry `name` of folder `dir_fd` (`dir`, for messages) aside, to NAME.refused-TIME-RANDOM
 // there (a name no git reads), never over anything; returns where, shown. Throws ss::Error(74).
-std::string MoveGitAside(int dir_fd, const std::string& dir);
+std::string MoveAside(int dir_fd, const std::string& dir, const std::string& name);
+std::string MoveGitAside(int dir_fd, const std::string& dir);  // its .git
 
 // A shared project being made in `dir` (a folder no sandbox reaches, on the projects folder's
 // filesystem): its .git folder is moved beside the held repositories under a name of its own,

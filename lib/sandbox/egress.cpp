@@ -15,7 +15,6 @@
 #include "net_fence.hpp"
 #include "net_store.hpp"
 #include "paths.hpp"
-#include "platform.hpp"
 #include "process.hpp"
 #include "sandbox.hpp"
 #include "strings.hpp"
@@ -35,14 +34,7 @@ int RunningPid(const std::string& sandbox) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("pid") || !j["pid"].is_number_integer()) return 0;
   int pid = j["pid"].get<int>();
-  if (!ProcessAlive(pid)) return 0;
-  std::vector<std::string> argv = platform::ProcessArgs(pid);
-  bool ours = !argv.empty() && Basename(argv[0]) == "ss-net";
-  bool for_it = false;
-  for (size_t i = 0; i + 1 < argv.size(); ++i) {
-    for_it = for_it || (argv[i] == "--sandbox" && argv[i + 1] == sandbox);
-  }
-  return ours && for_it ? pid : 0;
+  return IsSandboxDaemon(pid, {"ss-net"}, sandbox) ? pid : 0;
 }
 
 int PortOf(const nlohmann::json& ready, const char* key) {

@@ -29,14 +29,10 @@ std::string GuardPidFile(const std::string& sandbox) { return GuardDir(sandbox) 
 int RunningPid(const std::string& sandbox) {
   auto text = ReadFileIfExists(GuardPidFile(sandbox));
   auto pid = text ? ParseDecimal(Trim(*text)) : std::nullopt;
-  if (!pid || *pid <= 0 || !ProcessAlive(static_cast<pid_t>(*pid))) return 0;
-  std::vector<std::string> argv = platform::ProcessArgs(static_cast<pid_t>(*pid));
-  bool ours = argv.size() > 1 && Basename(argv[0]) == "ss-project" && argv[1] == "guard";
-  bool for_it = false;
-  for (size_t i = 0; i + 1 < argv.size(); ++i) {
-    for_it = for_it || (argv[i] == "--sandbox" && argv[i + 1] == sandbox);
+  if (!pid || !IsSandboxDaemon(static_cast<pid_t>(*pid), {"ss-project", "guard"}, sandbox)) {
+    return 0;
   }
-  return ours && for_it ? static_cast<int>(*pid) : 0;
+  return static_cast<int>(*pid);
 }
 
 }  // namespace
