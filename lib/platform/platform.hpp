@@ -186,20 +186,24 @@ int DrainAddressWatch(int fd);
 // A non-blocking, close-on-exec descriptor that reports what happens to the entries of the
 // folders added to it (Linux: inotify), or -1 with errno (ENOSYS where the system has none).
 int OpenFolderWatch();
-// Adds open folder `dir_fd` to the watch: entries made, moved in or out, removed, and with
-// `contents` also written and changed in mode. Returns the folder's number (the same for a folder
-// added twice), or -1 with errno (ENOSPC: the user's watches are all taken).
-int AddFolderWatch(int watch_fd, int dir_fd, bool contents);
+// Adds open folder `dir_fd` to the watch: entries made, moved in or out, removed, closed after
+// writing, changed in mode or times. Returns the folder's number (the same for a folder added
+// twice), or -1 with errno (ENOSPC: the user's watches are all taken).
+int AddFolderWatch(int watch_fd, int dir_fd);
+// Adds the file `fd` is open on (O_PATH will do): written, changed in mode, linked, whatever
+// name does it. Numbered as folders are.
+int AddFileWatch(int watch_fd, int fd);
 struct FolderEvent {
-  int watch = -1;        // the folder's number; -1 when the kernel dropped events
-  std::string name;      // the entry; empty for the folder itself
+  int watch = -1;        // the folder's (or file's) number; -1 when the kernel dropped events
+  std::string name;      // the entry; empty for the folder or file itself
   bool folder = false;   // the entry is a folder
   bool arrived = false;  // the entry was made or moved in
   bool left = false;     // the entry was moved out (`cookie` pairs it with its arrival)
   uint32_t cookie = 0;
+  bool mode = false;  // the entry's (or file's) mode, times or links changed
   bool gone = false;  // the folder itself is no longer watched (removed, or its file system)
 };
-// Stops watching folder `watch` (its events stop; a last one says it is gone).
+// Stops watching folder or file `watch` (its events stop; a last one says it is gone).
 void RemoveFolderWatch(int watch_fd, int watch);
 // Appends what is waiting (nothing when nothing is); -1 with errno when it cannot be read.
 int ReadFolderEvents(int watch_fd, std::vector<FolderEvent>& events);

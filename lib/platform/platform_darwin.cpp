@@ -254,7 +254,12 @@ int OpenFolderWatch() {
   return -1;
 }
 
-int AddFolderWatch(int, int, bool) {
+int AddFolderWatch(int, int) {
+  errno = ENOSYS;
+  return -1;
+}
+
+int AddFileWatch(int, int) {
   errno = ENOSYS;
   return -1;
 }

@@ -412,13 +412,18 @@ int DrainAddressWatch(int fd) {
 
 int OpenFolderWatch() { return ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }
 
-int AddFolderWatch(int watch_fd, int dir_fd, bool contents) {
-  // Through the descriptor: a path could be changed under the caller into a link to elsewhere.
+// Through the descriptor: a path could be changed under the caller into a link to elsewhere.
+int AddFolderWatch(int watch_fd, int dir_fd) {
   std::string at = "/proc/self/fd/" + std::to_string(dir_fd);
-  uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE |
-                  IN_DELETE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK;
-  if (contents) mask |= IN_MODIFY | IN_ATTRIB;
-  return ::inotify_add_watch(watch_fd, at.c_str(), mask);
+  return ::inotify_add_watch(watch_fd, at.c_str(),
+                             IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE |
+                                 IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK);
+}
+
+int AddFileWatch(int watch_fd, int fd) {
+  std::string at = "/proc/self/fd/" + std::to_string(fd);
+  return ::inotify_add_watch(watch_fd, at.c_str(),
+                             IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF);
 }
 
 void RemoveFolderWatch(int watch_fd, int watch) { ::inotify_rm_watch(watch_fd, watch); }
@@ -441,6 +446,7 @@ int ReadFolderEvents(int watch_fd, std::vector<FolderEvent>& events) {
         f.folder = (e->mask & IN_ISDIR) != 0;
         f.arrived = (e->mask & (IN_CREATE | IN_MOVED_TO)) != 0;
         f.left = (e->mask & IN_MOVED_FROM) != 0;
+        f.mode = (e->mask & IN_ATTRIB) != 0;
         f.cookie = e->cookie;
         f.gone = (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_UNMOUNT)) != 0;
       }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "error.hpp"
 #include "exit_code.hpp"
@@ -23,10 +24,23 @@
 namespace ss {
 namespace {
 
-// What in a repository's .git names programs the host's git runs: its settings, a common
-// directory they may come from, its hooks (facts: git's settings that run a program).
+// What in a repository's folder names programs the host's git runs: its settings, a common
+// directory they may come from, its hooks (facts: git's settings that run a program), and the
+// folders of its submodules and linked worktrees, which hold the same.
 bool RunsPrograms(const std::string& name) {
-  return name == "config" || name == "config.worktree" || name == "commondir" || name == "hooks";
+  return name == "config" || name == "config.worktree" || name == "commondir" || name == "hooks" ||
+         name == "modules" || name == "worktrees";
+}
+
+// What git takes, or may take later, for a repository without a .git: a folder with HEAD, and
+// objects and refs, or a commondir; whatever they are (a link leading nowhere yet, a folder that
+// cannot be searched yet: git follows links, and asks only that it can search them).
+bool LooksLikeRepository(int dir_fd) {
+  auto there = [&](const char* name) {
+    struct stat st;
+    return ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  };
+  return there("HEAD") && ((there("objects") && there("refs")) || there("commondir"));
 }
 
 }  // namespace
@@ -62,9 +76,13 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
   };
   std::vector<Level> levels;
   auto enter = [&](int in, const std::string& as, Fd fd) {
-    int wd = Watch(folder, in, as, fd.get(), false);
+    int wd = Watch(folder, in, as, fd.get(), false, -1);
     if (wd < 0) return;
-    if (pass == Pass::kLater) CheckBare(wd, fd.get());
+    if (pass == Pass::kLater) {
+      CheckBare(wd, fd.get());
+    } else if (!as.starts_with(".git.refused-") && LooksLikeRepository(fd.get())) {
+      Guard(wd, fd.get(), Kind::kBare);  // the user's
+    }
     auto entries = ReadDirAt(fd.get());
     levels.push_back(Level{wd, std::move(fd), std::move(entries)});
   };
@@ -81,37 +99,57 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
       continue;
     }
     if (type != DT_DIR && type != DT_UNKNOWN) continue;
+    // A bare repository's hooks, submodules and worktrees are guarded as a .git's are.
+    if (watched_.at(at.wd).owner == at.wd && RunsPrograms(entry)) continue;
     Fd sub(OpenDirAt(at.fd.get(), entry));
     if (!sub.ok()) continue;  // not a folder (a link), or gone
     enter(at.wd, entry, std::move(sub));
   }
 }
 
-int FolderGuard::Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo) {
+int FolderGuard::Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo,
+                       int owner) {
   struct stat st;
   if (::fstat(dir_fd, &st) != 0) return -1;
-  // A project's top is watched for its files' writes too: its .git file rewritten in place.
-  bool top = folders_[folder].projects && parent >= 0 && watched_.count(parent) &&
-             watched_.at(parent).parent == -1;
-  int wd = platform::AddFolderWatch(watch_.get(), dir_fd,
-                                    repo || top || written_.count({st.st_dev, st.st_ino}));
+  int wd = platform::AddFolderWatch(watch_.get(), dir_fd);
   if (wd < 0) {
-    if ((errno == ENOSPC || errno == ENOMEM) && !full_) {
-      full_ = true;
-      say_(
-          Cat("cannot watch more folders (the system's limit of watches is reached): what the "
-              "sandbox makes in folders not yet watched in ",
-              DisplayPath(folders_[folder].path), " is seen only as a session ends"));
-    }
+    if (errno == ENOSPC || errno == ENOMEM) Full(folder);
     return -1;
   }
-  // A folder watched already under another name (moved, and walked again): found by the new.
-  if (auto old = watched_.find(wd); old != watched_.end() && old->second.parent != -1) {
-    children_.erase({old->second.parent, old->second.name});
+  Watched w{folder, parent, name, st.st_dev, st.st_ino, repo, owner};
+  // A folder watched already (walked again, or under another name: found by the new one).
+  if (auto old = watched_.find(wd); old != watched_.end()) {
+    if (old->second.parent != -1) children_.erase({old->second.parent, old->second.name});
+    if (owner < 0 && old->second.dev == st.st_dev && old->second.ino == st.st_ino) {
+      w.owner = old->second.owner;
+    }
   }
-  watched_[wd] = Watched{folder, parent, name, st.st_dev, st.st_ino, repo};
+  watched_[wd] = std::move(w);
   if (parent != -1) children_[{parent, name}] = wd;
   return wd;
+}
+
+void FolderGuard::WatchFile(int owner, int dir_fd, const std::string& name) {
+  Fd fd(::openat(dir_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st;
+  if (!fd.ok() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  int wd = platform::AddFileWatch(watch_.get(), fd.get());
+  if (wd < 0) {
+    if (errno == ENOSPC || errno == ENOMEM) Full(watched_.at(owner).folder);
+    return;
+  }
+  File& f = files_[wd];
+  f.name = name;
+  f.owners.insert(owner);
+}
+
+void FolderGuard::Full(size_t folder) {
+  if (full_) return;
+  full_ = true;
+  say_(
+      Cat("cannot watch more folders (the system's limit of watches is reached): what the "
+          "sandbox makes in folders not yet watched in ",
+          DisplayPath(folders_[folder].path), " is seen only as a session ends"));
 }
 
 // Watched folder `wd`, found now as `name` in watched folder `parent`.
@@ -123,18 +161,120 @@ void FolderGuard::Reparent(int wd, int parent, const std::string& name) {
   children_[{parent, name}] = wd;
 }
 
-void FolderGuard::Forget(int wd) {
-  auto it = watched_.find(wd);
-  if (it == watched_.end()) return;
-  if (auto hooks = children_.find({wd, "hooks"}); hooks != children_.end()) {
-    int h = hooks->second;
-    children_.erase(hooks);
-    platform::RemoveFolderWatch(watch_.get(), h);
-    watched_.erase(h);
+// Guards the .git in watched folder `at` (for kBare, the folder itself) as it is now.
+void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
+  struct stat st;
+  if (::fstatat(dir_fd, kind == Kind::kBare ? "." : ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (Same(at, dir_fd, kind)) return;  // guarded already
+  Unguard(at);
+  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}};
+  if (S_ISREG(st.st_mode)) {
+    WatchFile(at, dir_fd, ".git");
+  } else if (kind == Kind::kBare) {
+    watched_.at(at).owner = at;
+    GuardGitDir(at, dir_fd, at, 0, "", repositories_[at].print);
+  } else if (kind == Kind::kGit && S_ISDIR(st.st_mode)) {
+    Fd git(OpenDirAt(dir_fd, ".git"));
+    int g = git.ok() ? Watch(watched_.at(at).folder, at, ".git", git.get(), true, at) : -1;
+    if (g >= 0) GuardGitDir(g, git.get(), at, 0, "", repositories_[at].print);
   }
-  children_.erase({it->second.parent, it->second.name});
-  watched_.erase(it);
-  platform::RemoveFolderWatch(watch_.get(), wd);
+}
+
+// A repository's folder (watch `wd`, open as `fd`): its settings and common directory, its
+// hooks, and the folders of its submodules and linked worktrees, which are repositories' folders
+// too (a folder there without a HEAD is part of a submodule's name).
+// `print` gets a line for each of those files and folders (its inode and change time), so that
+// what changed while the system dropped events is seen (Rescan).
+void FolderGuard::GuardGitDir(int wd, int fd, int owner, int depth, const std::string& rel,
+                              std::string& print) {
+  auto file = [&](int in, const std::string& name, const std::string& shown) {
+    struct stat st;
+    if (::fstatat(in, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    print += Cat(shown, " ", st.st_ino, " ", st.st_mode, " ", st.st_ctim.tv_sec, ".",
+                 st.st_ctim.tv_nsec, "\n");
+    WatchFile(owner, in, name);
+  };
+  struct stat st;
+  bool gitdir = depth == 0 || ::fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0;
+  size_t folder = watched_.at(wd).folder;
+  if (gitdir) {
+    for (const char* name : {"config", "config.worktree", "commondir"}) {
+      file(fd, name, Cat(rel, name));
+    }
+  }
+  if (depth > 32) return;
+  for (const auto& [name, type] : ReadDirAt(fd)) {
+    if (gitdir ? !RunsPrograms(name) : (type != DT_DIR && type != DT_UNKNOWN)) continue;
+    Fd sub(OpenDirAt(fd, name));
+    if (!sub.ok()) continue;
+    int s = Watch(folder, wd, name, sub.get(), true, owner);
+    if (s < 0) continue;
+    print += Cat(rel, name, "/\n");
+    if (gitdir && name == "hooks") {
+      // Git runs a hook by its name only: the samples it ships run nowhere.
+      for (const auto& hook : ReadDirAt(sub.get())) {
+        if (!hook.first.ends_with(".sample"))
+          file(sub.get(), hook.first, Cat(rel, "hooks/", hook.first));
+      }
+    } else {
+      GuardGitDir(s, sub.get(), owner, depth + 1, Cat(rel, name, "/"), print);
+    }
+  }
+}
+
+void FolderGuard::Unguard(int at) {
+  if (repositories_.erase(at) == 0) return;
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    if (it->second.owner != at) {
+      ++it;
+    } else if (!it->second.repo) {
+      it->second.owner = -1;  // a folder of the tree (a bare repository's): watched as any
+      ++it;
+    } else {
+      if (it->second.parent != -1) children_.erase({it->second.parent, it->second.name});
+      platform::RemoveFolderWatch(watch_.get(), it->first);
+      it = watched_.erase(it);
+    }
+  }
+  for (auto it = files_.begin(); it != files_.end();) {
+    if (it->second.owners.erase(at) != 0 && it->second.owners.empty()) {
+      platform::RemoveFolderWatch(watch_.get(), it->first);
+      it = files_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Whether what stands in `at` (its .git; for kBare, the folder) is the very one guarded there as
+// `kind`, not a new one given its inode's number after the guarded one was removed (events
+// dropped meanwhile): the kernel gives each its own watch.
+bool FolderGuard::Same(int at, int dir_fd, Kind kind) {
+  auto r = repositories_.find(at);
+  struct stat st;
+  if (r == repositories_.end() || r->second.kind != kind ||
+      ::fstatat(dir_fd, kind == Kind::kBare ? "." : ".git", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      st.st_dev != r->second.dev || st.st_ino != r->second.ino) {
+    return false;
+  }
+  if (kind == Kind::kBare) return true;  // the folder's own watch is `at`
+  int wd = -1;
+  bool same = true;  // a link: changed only by being replaced, which is seen
+  if (S_ISREG(st.st_mode)) {
+    Fd fd(::openat(dir_fd, ".git", O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    wd = fd.ok() ? platform::AddFileWatch(watch_.get(), fd.get()) : -1;
+    auto f = files_.find(wd);
+    same = f != files_.end() && f->second.owners.count(at) != 0;
+  } else if (S_ISDIR(st.st_mode)) {
+    Fd git(OpenDirAt(dir_fd, ".git"));
+    wd = git.ok() ? platform::AddFolderWatch(watch_.get(), git.get()) : -1;
+    auto c = children_.find({at, ".git"});
+    same = c != children_.end() && c->second == wd;
+  }
+  if (!same && wd >= 0 && !files_.count(wd) && !watched_.count(wd)) {
+    platform::RemoveFolderWatch(watch_.get(), wd);
+  }
+  return same;
 }
 
 std::optional<std::string> FolderGuard::Rel(int wd) const {
@@ -184,8 +324,13 @@ Fd FolderGuard::Open(int wd) const {
 void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
   const Watched w = watched_.at(wd);
   struct stat st;
-  if (::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-  std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
+  if (::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    // Gone: what comes in its place (its inode's number too) is new. A held project's is put
+    // back by the session's end, never here: the user may be removing the project.
+    Unguard(wd);
+    return;
+  }
+  bool known = !rewritten && Same(wd, dir_fd, Kind::kGit);
   if (ProjectTop(wd)) {
     // A shared project's: its .git file is ss's (held_repository.hpp), put back whatever the
     // sandbox did. A project whose repository ss does not hold: what was there at the start is
@@ -202,16 +347,16 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
           ReadSmallFileAt(dir_fd, ".git", 4096, &problem).value_or("") == HeldGitFile(name)) {
         return;
       }
-      if (pass == Pass::kFirst) {
-        known_.insert(key);
+      if (pass == Pass::kFirst || known) {
+        Guard(wd, dir_fd, Kind::kGit);
         return;
       }
-      if ((known_.count(key) && !rewritten) ||
-          PathExists(Cat(RepositoriesDir(), "/.left-", name))) {
-        return;
-      }
+      if (PathExists(Cat(RepositoriesDir(), "/.left-", name))) return;
     }
-    if (pass == Pass::kFirst) return;  // the session about to start holds it
+    if (pass == Pass::kFirst) {  // the session about to start holds it
+      Guard(wd, dir_fd, Kind::kHeld);
+      return;
+    }
     if (IsValidProjectName(name)) {
       try {
         Holding done = HoldRepository(Cat(folders_[w.folder].path, "/", name), name, false);
@@ -219,33 +364,19 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
       } catch (const Error& e) {
         say_(Cat("project '", name, "': ", e.what()));
       }
+      Guard(wd, dir_fd, Kind::kHeld);  // the file as it is now
       return;
     }
   } else if (w.parent == -1 && (top_repository_[w.folder] || pass == Pass::kFirst)) {
     // The repository a folder was shared with (ss . --no-copy), said each session; a .git in
     // the projects folder itself is set aside by each session, and by this guard once it runs.
     return;
-  } else if (pass == Pass::kFirst || (known_.count(key) && !rewritten)) {
-    // One of the user's, there before the sandbox ran (or moved within the folder): its settings
-    // and hooks are watched.
-    known_.insert(key);
-    if (!S_ISDIR(st.st_mode)) {
-      // A .git file (a worktree's, a submodule's): its folder is watched for writes too, so that
-      // one through a descriptor kept open is seen at once, not when it is closed.
-      struct stat d;
-      if (::fstat(dir_fd, &d) == 0 && written_.insert({d.st_dev, d.st_ino}).second) {
-        platform::AddFolderWatch(watch_.get(), dir_fd, true);
-      }
-      return;
-    }
-    Fd git(OpenDirAt(dir_fd, ".git"));
-    if (!git.ok()) return;
-    int g = Watch(w.folder, wd, ".git", git.get(), true);
-    Fd hooks(OpenDirAt(git.get(), "hooks"));
-    if (g >= 0 && hooks.ok()) Watch(w.folder, g, "hooks", hooks.get(), true);
+  } else if (pass == Pass::kFirst || known) {
+    // One of the user's, there before the sandbox ran: what in it names programs is watched.
+    Guard(wd, dir_fd, Kind::kGit);
     return;
   }
-  known_.erase(key);
+  Unguard(wd);
   const char* what = S_ISDIR(st.st_mode)   ? "a repository"
                      : S_ISREG(st.st_mode) ? "a .git file"
                      : S_ISLNK(st.st_mode) ? "a .git link"
@@ -258,18 +389,14 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
   }
 }
 
-// What git takes for a repository without a .git: a folder with HEAD, objects and refs (or a
-// commondir), whose config it obeys when run there or below. Its HEAD is set aside, which makes
-// it no repository; in a folder ss set aside already, without a word.
+// A folder that appeared as git takes for a repository without a .git, whose config it obeys
+// when run there or below. Its HEAD is set aside, which makes it no repository; in a folder ss
+// set aside already, without a word.
 void FolderGuard::CheckBare(int wd, int dir_fd) {
-  struct stat st;
-  auto is = [&](const char* name, bool dir) {
-    return ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) == dir;
-  };
-  if (::fstatat(dir_fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-  // As git asks: objects and refs reached (through links, or files that can be searched).
-  auto reached = [&](const char* name) { return ::faccessat(dir_fd, name, X_OK, 0) == 0; };
-  if (!((reached("objects") && reached("refs")) || is("commondir", false))) return;
+  if (auto r = repositories_.find(wd); r != repositories_.end() && r->second.kind == Kind::kBare) {
+    return;  // the user's, guarded
+  }
+  if (!LooksLikeRepository(dir_fd)) return;
   std::string at;
   try {
     at = MoveAside(dir_fd, Shown(wd), "HEAD");
@@ -284,36 +411,72 @@ void FolderGuard::CheckBare(int wd, int dir_fd) {
   }
 }
 
-// Something changed in one of the user's repositories watched since the start (its .git, or its
-// hooks): if it names programs, the repository is set aside whole.
-void FolderGuard::RepositoryChanged(int wd, const std::string& name) {
-  const Watched w = watched_.at(wd);
-  bool in_hooks =
-      w.name == "hooks" && w.parent >= 0 && watched_.count(w.parent) && watched_.at(w.parent).repo;
-  if (!in_hooks && !RunsPrograms(name)) return;
-  int git = in_hooks ? w.parent : wd;
-  const Watched g = watched_.at(git);
-  Fd dir = Open(g.parent);
-  struct stat st;
-  if (!dir.ok() || ::fstatat(dir.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-      st.st_ino != g.ino || st.st_dev != g.dev) {
+// Whether what happened in folder `w` of a guarded repository may make its git run a program:
+// anything in its hooks, what names programs (RunsPrograms), a folder made in its submodules' or
+// linked worktrees' part (one more repository's folder).
+bool FolderGuard::NamesPrograms(const Watched& w, const platform::FolderEvent& e) const {
+  if (e.left) return false;  // what arrives in its place is seen
+  if (w.repo && w.name == "hooks") return true;
+  if (RunsPrograms(e.name)) return true;
+  bool top = !w.repo || (w.name == ".git" && w.parent == w.owner);
+  return e.folder && e.arrived && !top;
+}
+
+// Something that names programs changed in guarded repository `owner` (`what`): a held .git
+// file is put back, one of the user's repositories set aside.
+void FolderGuard::Changed(int owner, const std::string& what) {
+  auto r = repositories_.find(owner);
+  if (r == repositories_.end()) return;
+  const Repository repo = r->second;
+  Fd dir = Open(owner);
+  if (!dir.ok()) {
+    // Moved meanwhile (its new name comes later), or out of the tree: acted on once found.
+    pending_[owner] = what;
     return;
   }
-  Forget(git);
-  known_.erase({st.st_dev, st.st_ino});
+  if (repo.kind == Kind::kHeld) {
+    CheckGit(owner, dir.get(), Pass::kLater, true);
+    return;
+  }
+  bool bare = repo.kind == Kind::kBare;
+  struct stat st;
+  if (::fstatat(dir.get(), bare ? "." : ".git", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      st.st_dev != repo.dev || st.st_ino != repo.ino) {
+    return;
+  }
+  Unguard(owner);
   try {
-    std::string at = MoveGitAside(dir.get(), Shown(g.parent));
-    say_(Cat("set aside a repository whose ", in_hooks ? "hooks" : name,
+    std::string at =
+        bare ? MoveAside(dir.get(), Shown(owner), "HEAD") : MoveGitAside(dir.get(), Shown(owner));
+    say_(Cat("set aside ", bare ? "the HEAD of a repository" : "a repository", " whose ", what,
              " changed while the sandbox ran: ", at));
   } catch (const Error& e) {
     say_(e.what());
   }
+  if (bare) {
+    // No repository now: its hooks, submodules and worktrees are folders of the tree.
+    const Watched w = watched_.at(owner);
+    Walk(w.folder, w.parent, w.name, std::move(dir), Pass::kLater);
+  }
 }
 
+// The system dropped events: every folder is walked again, and each repository of the user's
+// looked at as it is now (what names programs in it may have changed unseen).
 void FolderGuard::Rescan() {
   for (size_t i = 0; i < folders_.size(); ++i) {
     Fd top(::open(folders_[i].path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (top.ok()) Walk(i, -1, "", std::move(top), Pass::kLater);
+  }
+  const auto guarded = repositories_;
+  for (const auto& [at, before] : guarded) {
+    Fd dir = before.kind == Kind::kHeld ? Fd() : Open(at);
+    if (!dir.ok() || !repositories_.count(at)) continue;  // (a held .git: read by the walk)
+    Unguard(at);
+    Guard(at, dir.get(), before.kind);
+    auto now = repositories_.find(at);
+    if (now != repositories_.end() && now->second.print != before.print) {
+      Changed(at, "settings or hooks");
+    }
   }
 }
 
@@ -334,6 +497,15 @@ bool FolderGuard::Step(int timeout_ms) {
       rescan = true;
       continue;
     }
+    if (auto f = files_.find(e.watch); f != files_.end()) {
+      if (e.gone) {
+        files_.erase(f);  // its last name removed: its folder's watch said so
+        continue;
+      }
+      const File file = f->second;
+      for (int owner : file.owners) Changed(owner, file.name);
+      continue;
+    }
     auto it = watched_.find(e.watch);
     if (it == watched_.end()) continue;
     if (e.gone) {
@@ -341,16 +513,16 @@ bool FolderGuard::Step(int timeout_ms) {
       watched_.erase(it);
       continue;
     }
-    if (it->second.repo) {
-      if (!e.left) RepositoryChanged(e.watch, e.name);
+    if (it->second.owner >= 0 && NamesPrograms(it->second, e)) {
+      Changed(it->second.owner, it->second.repo && it->second.name == "hooks" ? "hooks" : e.name);
       continue;
     }
+    if (it->second.repo) continue;
     if (e.name == ".git" && e.left) {
       // One of the user's moved from its name: no longer known (it would come back changed).
-      if (auto c = children_.find({e.watch, e.name}); c != children_.end()) {
-        const Watched& g = watched_.at(c->second);
-        known_.erase({g.dev, g.ino});
-        Forget(c->second);
+      if (auto r = repositories_.find(e.watch);
+          r != repositories_.end() && r->second.kind == Kind::kGit) {
+        Unguard(e.watch);
       }
       continue;
     }
@@ -360,22 +532,27 @@ bool FolderGuard::Step(int timeout_ms) {
       }
       continue;
     }
-    if (e.folder && e.arrived && e.name != ".git") {
+    if (e.folder && (e.arrived || (e.mode && !children_.count({e.watch, e.name}))) &&
+        e.name != ".git") {
+      Fd dir = Open(e.watch);
+      if (!dir.ok()) rescan = true;
       if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {
         // Moved within the tree: the same folders, watched already, under a new name. What is
         // in them was looked at as it appeared.
         Reparent(from->second, e.watch, e.name);
         moved_out.erase(from);
-        continue;
+      } else if (Fd sub(dir.ok() ? OpenDirAt(dir.get(), e.name) : -1); sub.ok()) {
+        // Made, moved in, or one the guard could not read until its mode changed.
+        Walk(it->second.folder, e.watch, e.name, std::move(sub), Pass::kLater);
+      } else if (dir.ok() && errno == EACCES) {
+        say_(Cat("cannot look in ", Shown(e.watch), "/", e.name,
+                 " (permission denied): a repository made there is seen once it can be read"));
       }
-      Fd dir = Open(e.watch);
-      Fd sub(dir.ok() ? OpenDirAt(dir.get(), e.name) : -1);
-      if (!dir.ok()) rescan = true;
-      if (sub.ok()) Walk(it->second.folder, e.watch, e.name, std::move(sub), Pass::kLater);
       // objects or refs made last: the folder they are in may be a repository now.
       if (dir.ok() && (e.name == "objects" || e.name == "refs")) CheckBare(e.watch, dir.get());
       continue;
     }
+    if (e.mode) continue;
     if (e.name == ".git") {
       // A folder of the tree moved in as .git: the guard's own watch of it goes with it.
       if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {
@@ -402,6 +579,13 @@ bool FolderGuard::Step(int timeout_ms) {
     if (it == watched_.end()) continue;
     children_.erase({it->second.parent, it->second.name});
     it->second.parent = -2;
+  }
+  for (const auto& [owner, what] : std::exchange(pending_, {})) {
+    if (watched_.count(owner)) {
+      Changed(owner, what);
+    } else {
+      Unguard(owner);  // its folder is gone
+    }
   }
   if (rescan) Rescan();
   return !watched_.empty();

@@ -11,7 +11,9 @@
 //   - a .git made or moved in anywhere else, or a .git file there rewritten: set aside
 //     (MoveGitAside), so the host's git never finds it;
 //   - a repository that was in a subfolder when the guard started (one of the user's) whose
-//     settings or hooks change: set aside whole.
+//     settings, common directory or hooks change, in it or in its submodules' and linked
+//     worktrees' folders, through any name (a hard link): set aside whole; a folder of the
+//     user's that git takes for a repository (a bare one): its HEAD set aside.
 //
 // Left as they are: the repository a shared folder given with `ss . --no-copy` or `ss run DIR`
 // has at its top, and one ss leaves in a project's folder (submodules): both said each session.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "fd.hpp"
+#include "platform.hpp"
 
 namespace ss {
 
@@ -50,6 +53,16 @@ class FolderGuard {
 
  private:
   enum class Pass { kFirst, kLater };
+  // What ss guards, and what a change there costs: a held project's .git file (put back), a
+  // .git of the user's (set aside whole), a folder of the user's that git takes for a repository
+  // without a .git (its HEAD set aside).
+  enum class Kind { kHeld, kGit, kBare };
+  struct Repository {
+    Kind kind = Kind::kGit;
+    dev_t dev = 0;  // its .git; for kBare, the folder itself
+    ino_t ino = 0;
+    std::string print;  // what in it names programs, as it was (GuardGitDir)
+  };
   // A watched folder, known by its parent's watch and its name there (kept right as folders are
   // moved, so that ss finds it again by its path, checked to be the same folder).
   struct Watched {
@@ -58,16 +71,30 @@ class FolderGuard {
     std::string name;
     dev_t dev = 0;
     ino_t ino = 0;
-    bool repo = false;  // one of the user's repositories (its .git, or its hooks)
+    bool repo = false;  // inside a guarded repository's folder, not a folder of the tree
+    int owner = -1;     // the guarded repository (repositories_) it belongs to
+  };
+  // A file that names programs (a repository's settings, a hook, a .git file), watched itself:
+  // written through any name (a hard link), linked or changed in mode, it is seen.
+  struct File {
+    std::string name;
+    std::set<int> owners;  // in repositories_
   };
 
   void Walk(size_t folder, int parent, const std::string& name, Fd dir, Pass pass);
-  int Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo);
+  int Watch(size_t folder, int parent, const std::string& name, int dir_fd, bool repo, int owner);
+  void WatchFile(int owner, int dir_fd, const std::string& name);
+  void Full(size_t folder);
   void Reparent(int wd, int parent, const std::string& name);
-  void Forget(int wd);
+  void Guard(int at, int dir_fd, Kind kind);
+  void GuardGitDir(int wd, int fd, int owner, int depth, const std::string& rel,
+                   std::string& print);
+  void Unguard(int at);
+  bool Same(int at, int dir_fd, Kind kind);
+  bool NamesPrograms(const Watched& w, const platform::FolderEvent& e) const;
+  void Changed(int owner, const std::string& what);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
   void CheckBare(int wd, int dir_fd);
-  void RepositoryChanged(int wd, const std::string& name);
   std::optional<std::string> Rel(int wd) const;  // nothing once it left the tree
   std::string Shown(int wd) const;
   bool ProjectTop(int wd) const;
@@ -80,9 +107,10 @@ class FolderGuard {
   Fd watch_;
   std::map<int, Watched> watched_;
   std::map<std::pair<int, std::string>, int> children_;  // (parent, name) -> watch
-  std::set<std::pair<dev_t, ino_t>> known_;    // the user's .git entries, found at the start
-  std::set<std::pair<dev_t, ino_t>> written_;  // folders watched for writes: a .git file's
-  bool full_ = false;                          // the system's watches ran out
+  std::map<int, Repository> repositories_;  // by the watch of the folder with the .git (or bare)
+  std::map<int, File> files_;               // by watch
+  std::map<int, std::string> pending_;      // repositories changed, not found where they were
+  bool full_ = false;                       // the system's watches ran out
 };
 
 }  // namespace ss

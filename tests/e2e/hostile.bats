@@ -723,7 +723,8 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   assert_equal "${stderr_lines[2]}" "  .gitattributes (git (attributes pick filter and diff programs))"
   assert_equal "${stderr_lines[3]}" "hint: read them before git, an editor or an agent opens the folder on the host"
   # A repository made in a subfolder is set aside while the session runs, and said as it ends.
-  run --separate-stderr ss ho-shared -- sh -c "$INSIDE_WAIT mkdir -p lib/.git; w 'test ! -e lib/.git'"
+  # (mkdir may look at what it made after the guard moved it, and say so: not the point here.)
+  run --separate-stderr ss ho-shared -- sh -c "$INSIDE_WAIT mkdir lib && { mkdir lib/.git 2>/dev/null; true; }; w 'test ! -e lib/.git'"
   assert_success
   assert_equal "${stderr_lines[0]}" "ss: warning: while the session ran, ss set aside what the sandbox put where the host's git reads:"
   assert_regex "${stderr_lines[1]}" "^  set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-shared/lib/\.git\.refused-[0-9]+-[0-9a-f]{8}$"
@@ -856,6 +857,16 @@ guarded() {
   assert_success
   [[ "$stderr" == *"put back the project's .git file, which was gone"* ]] || { echo "$stderr"; false; }
   host_git_everything ho-swap "$t"
+  # Written through a hard link made inside (where the sandbox's kernel allows one): seen on the
+  # file itself, whatever its name, and put back.
+  run in_sandbox "cd ~/projects/ho-swap && ln .git hard && printf 'gitdir: evil-git\n' > hard && echo linked"
+  if [ "$output" = linked ]; then
+    guarded "$D" 4
+    host_git_everything ho-swap "$t"
+  else
+    [[ "$output" == *"Operation not permitted"* ]] || { echo "$output"; false; }
+    [ "$(cat "$D/.git")" = "gitdir: ../../repositories/ho-swap" ]
+  fi
   # With the guard gone (killed on the host), the next command on the project sets aside what the
   # sandbox put there before it runs the host's git; the next session starts the guard again.
   pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
@@ -914,6 +925,16 @@ guarded() {
   assert_success
   [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
   as_owner git -C "$N" status >/dev/null
+  # A submodule's settings, written from inside: the repository is set aside whole too.
+  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  rm -rf "$N/.git.refused-"*
+  as_owner git init -q "$N"
+  as_owner git -C "$N" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
+  as_owner mkdir -p "$N/.git/modules/sub"
+  as_owner git init -q --bare "$N/.git/modules/sub"
+  run --separate-stderr ss ho-nest -- sh -c "$INSIDE_WAIT git config -f vendor/lib/.git/modules/sub/config core.pager 'touch $t/pwned-sub'; w 'test ! -e vendor/lib/.git'"
+  assert_success
+  [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
   [ -z "$(ls "$t" | grep pwned)" ]
 }
 

@@ -6,10 +6,12 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
+#include <string>
 
 #include "fd.hpp"
 #include "fs.hpp"
@@ -231,6 +233,238 @@ TEST_F(FolderGuardTest, ARepositoryAppearingInAProjectWithoutOneIsSetAsideWithHo
   bool hint = false;
   for (const auto& line : said_) hint = hint || line.find("give it to ss") != std::string::npos;
   EXPECT_TRUE(hint);
+}
+
+// Writes `text` over the file at `path` in place (the same inode), as through a hard link.
+void WriteInPlace(const std::string& path, const std::string& text) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  ASSERT_TRUE(fd.ok()) << path;
+  ASSERT_EQ(::write(fd.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+}
+
+TEST_F(FolderGuardTest, AHeldGitFileWrittenThroughAHardLinkIsPutBack) {
+  std::string app = Held("app");
+  MakeDirs(app + "/sub");
+  auto guard = Start();
+  ASSERT_EQ(::link((app + "/.git").c_str(), (app + "/sub/x").c_str()), 0);
+  guard->Step(50);
+  WriteInPlace(app + "/sub/x", "gitdir: /tmp/elsewhere\n");
+  ASSERT_TRUE(Until(*guard, [&] {
+    return IsFile(app + "/.git") && ReadFile(app + "/.git") == HeldGitFile("app");
+  }));
+  EXPECT_EQ(SetAsideIn(app), 1);
+  // The file put back is watched in turn.
+  ASSERT_EQ(::link((app + "/.git").c_str(), (app + "/sub/y").c_str()), 0);
+  guard->Step(50);
+  WriteInPlace(app + "/sub/y", "gitdir: /tmp/elsewhere\n");
+  ASSERT_TRUE(Until(*guard, [&] { return SetAsideIn(app) == 2; }));
+  EXPECT_EQ(ReadFile(app + "/.git"), HeldGitFile("app"));
+  // Removed, and put back by a session: the new file is watched.
+  ASSERT_EQ(::unlink((app + "/.git").c_str()), 0);
+  guard->Step(50);
+  HoldRepository(app, "app", false);
+  guard->Step(50);
+  ASSERT_EQ(::link((app + "/.git").c_str(), (app + "/sub/z").c_str()), 0);
+  guard->Step(50);
+  WriteInPlace(app + "/sub/z", "gitdir: /tmp/elsewhere\n");
+  ASSERT_TRUE(Until(*guard, [&] { return SetAsideIn(app) == 3; }));
+  EXPECT_EQ(ReadFile(app + "/.git"), HeldGitFile("app"));
+}
+
+TEST_F(FolderGuardTest, TheUsersSettingsAndHooksWrittenThroughAHardLinkAreSeen) {
+  std::string app = Held("app");
+  for (const char* file : {"config", "hooks/pre-commit"}) {
+    std::string lib = app + "/lib";
+    MakeDirs(lib + "/.git/hooks");
+    AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+    AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+    AtomicWrite(lib + "/.git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+    std::string link = app + "/elsewhere";
+    ::unlink(link.c_str());
+    ASSERT_EQ(::link((lib + "/.git/" + file).c_str(), link.c_str()), 0);
+    auto guard = Start();
+    WriteInPlace(link, "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
+    ASSERT_TRUE(Until(*guard, [&] { return !PathExists(lib + "/.git"); })) << file;
+    RemoveTree(lib);
+  }
+}
+
+TEST_F(FolderGuardTest, TheUsersSubmodulesAndWorktreesAreGuardedAsTheRepositoryIs) {
+  std::string app = Held("app");
+  std::string lib = app + "/lib";
+  // What `git submodule` and `git worktree` leave in a .git: a folder per submodule (named by
+  // its path) and per linked worktree, each a repository's folder.
+  auto make = [&] {
+    MakeDirs(lib + "/.git/modules/deps/one/hooks");
+    AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+    AtomicWrite(lib + "/.git/modules/deps/one/HEAD", "ref: refs/heads/main\n");
+    AtomicWrite(lib + "/.git/modules/deps/one/config", "[core]\n\tbare = false\n");
+    MakeDirs(lib + "/.git/worktrees/wt");
+    AtomicWrite(lib + "/.git/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
+    AtomicWrite(lib + "/.git/worktrees/wt/commondir", "../..\n");
+    MakeDirs(lib + "/deps/one");
+    AtomicWrite(lib + "/deps/one/.git", "gitdir: ../../.git/modules/deps/one\n");
+  };
+  std::vector<std::function<void()>> attacks = {
+      [&] { AtomicWrite(lib + "/.git/modules/deps/one/config", "[core]\n\tpager = x\n"); },
+      [&] { WriteInPlace(lib + "/.git/modules/deps/one/config", "[core]\n\tpager = x\n"); },
+      [&] { AtomicWrite(lib + "/.git/modules/deps/one/hooks/post-checkout", "x", 0755); },
+      [&] { WriteInPlace(lib + "/.git/worktrees/wt/commondir", "/tmp/evil\n"); },
+      [&] { AtomicWrite(lib + "/.git/worktrees/wt/config.worktree", "[core]\n\tpager = x\n"); },
+      [&] { MakeDirs(lib + "/.git/modules/two"); },
+  };
+  for (size_t i = 0; i < attacks.size(); ++i) {
+    make();
+    auto guard = Start();
+    // A commit in the submodule changes none of that.
+    AtomicWrite(lib + "/.git/modules/deps/one/HEAD", "ref: refs/heads/other\n");
+    AtomicWrite(lib + "/.git/modules/deps/one/index", "x");
+    guard->Step(100);
+    ASSERT_TRUE(PathExists(lib + "/.git/HEAD")) << i;
+    attacks[i]();
+    ASSERT_TRUE(Until(*guard, [&] { return !PathExists(lib + "/.git"); })) << i;
+    RemoveTree(lib);
+  }
+}
+
+TEST_F(FolderGuardTest, TheUsersRepositoryChangedAndMovedAtOnceIsSetAsideWhereItWent) {
+  std::string app = Held("app");
+  std::string lib = app + "/lib";
+  MakeDirs(lib + "/.git/hooks");
+  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+  auto guard = Start();
+  // Both before the guard reads what happened: the change is seen where the folder went.
+  WriteInPlace(lib + "/.git/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
+  ASSERT_EQ(::rename(lib.c_str(), (app + "/lib2").c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(app + "/lib2/.git"); }));
+  EXPECT_EQ(SetAsideIn(app + "/lib2"), 1);
+  // And so when the folder is moved out and back.
+  std::string two = app + "/two";
+  MakeDirs(two + "/.git");
+  AtomicWrite(two + "/.git/HEAD", "ref: refs/heads/main\n");
+  AtomicWrite(two + "/.git/config", "[core]\n\tbare = false\n");
+  guard.reset();
+  guard = Start();
+  ASSERT_EQ(::rename(two.c_str(), (other_.path() + "/two").c_str()), 0);
+  guard->Step(50);
+  WriteInPlace(other_.path() + "/two/.git/config", "[core]\n\tpager = touch /nonexistent/p\n");
+  guard->Step(50);
+  ASSERT_EQ(::rename((other_.path() + "/two").c_str(), two.c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(two + "/.git"); }));
+}
+
+TEST_F(FolderGuardTest, TheUsersGitFileMovedAwayAndBackIsNoLongerTrusted) {
+  std::string app = Held("app");
+  std::string wt = app + "/wt";
+  MakeDirs(wt);
+  AtomicWrite(wt + "/.git", "gitdir: ../.git/worktrees/wt\n");
+  auto guard = Start();
+  ASSERT_EQ(::rename((wt + "/.git").c_str(), (wt + "/t").c_str()), 0);
+  WriteInPlace(wt + "/t", "gitdir: /tmp/evil\n");  // the same file, under another name
+  ASSERT_EQ(::rename((wt + "/t").c_str(), (wt + "/.git").c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(wt + "/.git"); }));
+}
+
+TEST_F(FolderGuardTest, TheUsersBareRepositoryStaysUntilItsSettingsChange) {
+  std::string app = Held("app");
+  std::string bare = app + "/origin.git";
+  MakeDirs(bare + "/objects");
+  MakeDirs(bare + "/refs/heads");
+  MakeDirs(bare + "/hooks");
+  AtomicWrite(bare + "/HEAD", "ref: refs/heads/main\n");
+  AtomicWrite(bare + "/config", "[core]\n\tbare = true\n");
+  auto guard = Start();
+  // A push: objects and refs.
+  MakeDirs(bare + "/objects/ab");
+  AtomicWrite(bare + "/objects/ab/cdef", "x");
+  AtomicWrite(bare + "/refs/heads/main", "0123\n");
+  guard->Step(100);
+  EXPECT_TRUE(PathExists(bare + "/HEAD"));
+  // A hook: no longer a repository (its HEAD set aside), and what is in it watched as any folder.
+  AtomicWrite(bare + "/hooks/post-receive", "#!/bin/sh\n", 0755);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(bare + "/HEAD"); }));
+  Hostile(bare + "/hooks/.git");
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(bare + "/hooks/.git"); }));
+}
+
+TEST_F(FolderGuardTest, ARepositoryMadeOfPartsThatArriveLateIsSeen) {
+  std::string app = Held("app");
+  auto guard = Start();
+  auto settings = [](const std::string& dir) {
+    AtomicWrite(dir + "/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
+    AtomicWrite(dir + "/HEAD", "ref: refs/heads/main\n");
+  };
+  // refs a folder of the tree renamed so.
+  MakeDirs(app + "/r1/objects");
+  MakeDirs(app + "/r1/x");
+  settings(app + "/r1");
+  guard->Step(50);
+  ASSERT_EQ(::rename((app + "/r1/x").c_str(), (app + "/r1/refs").c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(app + "/r1/HEAD"); }));
+  // objects and refs links that lead nowhere yet.
+  MakeDirs(app + "/r2");
+  settings(app + "/r2");
+  ASSERT_EQ(::symlink("../r2o", (app + "/r2/objects").c_str()), 0);
+  ASSERT_EQ(::symlink("../r2r", (app + "/r2/refs").c_str()), 0);
+  ASSERT_TRUE(Until(*guard, [&] { return !PathExists(app + "/r2/HEAD"); }));
+}
+
+TEST_F(FolderGuardTest, WhatChangedWhileTheSystemDroppedEventsIsSeen) {
+  std::string app = Held("app");
+  std::string lib = app + "/lib";
+  MakeDirs(lib + "/.git/hooks");
+  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+  std::string bare = app + "/origin.git";
+  MakeDirs(bare + "/objects");
+  MakeDirs(bare + "/refs");
+  MakeDirs(bare + "/hooks");
+  AtomicWrite(bare + "/HEAD", "ref: refs/heads/main\n");
+  MakeDirs(app + "/flood");
+  auto guard = Start();
+  // More events than the system keeps for a reader (two names in turn: the same event twice in a
+  // row would count once), then the changes.
+  int most = std::stoi(ReadFile("/proc/sys/fs/inotify/max_queued_events"));
+  for (int i = 0; i < most + 1000; ++i) {
+    Fd fd(::open((app + "/flood/" + (i % 2 ? "a" : "b")).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC,
+                 0644));
+  }
+  WriteInPlace(lib + "/.git/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
+  AtomicWrite(bare + "/hooks/post-update", "#!/bin/sh\n", 0755);
+  ASSERT_TRUE(
+      Until(*guard, [&] { return !PathExists(lib + "/.git") && !PathExists(bare + "/HEAD"); }));
+}
+
+// As the user (a guard not run by root): a folder it cannot read when it appears is looked at
+// once it can be. In a child that drops root; its exit status says which step failed.
+TEST_F(FolderGuardTest, AFolderThatCannotBeReadYetIsSeenOnceItCanBe) {
+  std::string app = Held("app");
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    for (const auto& dir : {home_.path(), ProjectsDir(), app}) {
+      if (::chown(dir.c_str(), 65534, 65534) != 0) ::_exit(2);
+    }
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    try {
+      auto guard = Start();
+      std::string a = app + "/a1";
+      if (::mkdir(a.c_str(), 0) != 0) ::_exit(4);
+      guard->Step(50);
+      if (::chmod(a.c_str(), 0755) != 0) ::_exit(5);
+      guard->Step(50);
+      Hostile(a + "/.git");
+      if (!Until(*guard, [&] { return !PathExists(a + "/.git"); })) ::_exit(6);
+    } catch (...) {
+      ::_exit(7);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST_F(FolderGuardTest, TheGuardEndsWhenItsFoldersAreGone) {
