@@ -126,6 +126,7 @@ int FolderGuard::Watch(size_t folder, int parent, const std::string& name, int d
   }
   watched_[wd] = std::move(w);
   if (parent != -1) children_[{parent, name}] = wd;
+  if (repo) repositories_.at(owner).watches.push_back(wd);
   return wd;
 }
 
@@ -140,7 +141,7 @@ void FolderGuard::WatchFile(int owner, int dir_fd, const std::string& name) {
   }
   File& f = files_[wd];
   f.name = name;
-  f.owners.insert(owner);
+  if (f.owners.insert(owner).second) repositories_.at(owner).watches.push_back(wd);
 }
 
 void FolderGuard::Full(size_t folder) {
@@ -167,7 +168,7 @@ void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
   if (::fstatat(dir_fd, kind == Kind::kBare ? "." : ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   if (Same(at, dir_fd, kind)) return;  // guarded already
   Unguard(at);
-  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}};
+  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}, {}};
   if (S_ISREG(st.st_mode)) {
     WatchFile(at, dir_fd, ".git");
   } else if (kind == Kind::kBare) {
@@ -223,25 +224,24 @@ void FolderGuard::GuardGitDir(int wd, int fd, int owner, int depth, const std::s
 }
 
 void FolderGuard::Unguard(int at) {
-  if (repositories_.erase(at) == 0) return;
-  for (auto it = watched_.begin(); it != watched_.end();) {
-    if (it->second.owner != at) {
-      ++it;
-    } else if (!it->second.repo) {
-      it->second.owner = -1;  // a folder of the tree (a bare repository's): watched as any
-      ++it;
-    } else {
-      if (it->second.parent != -1) children_.erase({it->second.parent, it->second.name});
-      platform::RemoveFolderWatch(watch_.get(), it->first);
-      it = watched_.erase(it);
-    }
+  auto r = repositories_.find(at);
+  if (r == repositories_.end()) return;
+  const std::vector<int> watches = std::move(r->second.watches);
+  repositories_.erase(r);
+  if (auto top = watched_.find(at); top != watched_.end() && top->second.owner == at) {
+    top->second.owner = -1;  // a bare repository's folder: a folder of the tree as any
   }
-  for (auto it = files_.begin(); it != files_.end();) {
-    if (it->second.owners.erase(at) != 0 && it->second.owners.empty()) {
-      platform::RemoveFolderWatch(watch_.get(), it->first);
-      it = files_.erase(it);
-    } else {
-      ++it;
+  for (int wd : watches) {
+    if (auto f = files_.find(wd); f != files_.end()) {
+      if (f->second.owners.erase(at) != 0 && f->second.owners.empty()) {
+        platform::RemoveFolderWatch(watch_.get(), wd);
+        files_.erase(f);
+      }
+    } else if (auto w = watched_.find(wd);
+               w != watched_.end() && w->second.repo && w->second.owner == at) {
+      if (w->second.parent != -1) children_.erase({w->second.parent, w->second.name});
+      platform::RemoveFolderWatch(watch_.get(), wd);
+      watched_.erase(w);
     }
   }
 }

@@ -61,7 +61,8 @@ class FolderGuard {
     Kind kind = Kind::kGit;
     dev_t dev = 0;  // its .git; for kBare, the folder itself
     ino_t ino = 0;
-    std::string print;  // what in it names programs, as it was (GuardGitDir)
+    std::string print;         // what in it names programs, as it was (GuardGitDir)
+    std::vector<int> watches;  // of its folders and files
   };
   // A watched folder, known by its parent's watch and its name there (kept right as folders are
   // moved, so that ss finds it again by its path, checked to be the same folder).
