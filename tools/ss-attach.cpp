@@ -463,13 +463,25 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
     since.tv_nsec += 1'000'000'000;
     since.tv_sec -= 1;
   }
-  size_t guard_from = ShareGuardLogSize(s.name());
+  // What the guard did since a session last showed it: during this one, and between (what runs
+  // in the sandbox without a session).
+  size_t session_from = ShareGuardLogSize(s.name());
+  size_t guard_from = std::min(ShareGuardShown(s.name()), session_from);
   auto name_them = [&] {
+    size_t upto = ShareGuardLogSize(s.name());
     std::vector<std::string> guarded = ShareGuardSaid(s.name(), guard_from);
     if (!guarded.empty()) {
-      Warn("while the session ran, ss set aside what the sandbox put where the host's git reads:");
+      Warn(guard_from < session_from
+               ? "while the sandbox ran, ss set aside what it put where the host's git reads:"
+               : "while the session ran, ss set aside what the sandbox put where the host's git "
+                 "reads:");
       for (size_t i = 0; i < guarded.size() && i < 10; ++i) Note(Cat("  ", guarded[i]));
       if (guarded.size() > 10) Note(Cat("  and ", guarded.size() - 10, " more"));
+    }
+    try {
+      ShareGuardMarkShown(s.name(), upto);
+    } catch (const Error&) {
+      // (Not written, the next session's end shows these lines again.)
     }
     std::vector<HostExecChange> changed;
     try {

@@ -24,6 +24,9 @@
 namespace ss {
 namespace {
 
+// How often the folders are walked again when the system's watches ran out.
+constexpr int kFullRescanSeconds = 10;
+
 // What in a repository's folder names programs the host's git runs: its settings, a common
 // directory they may come from, its hooks (facts: git's settings that run a program), and the
 // folders of its submodules and linked worktrees, which hold the same.
@@ -69,24 +72,35 @@ FolderGuard::FolderGuard(std::vector<GuardedFolder> folders,
 // entry made meanwhile is either read or reported.
 void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd dir, Pass pass) {
   struct Level {
-    int wd;
+    int wd;  // -1: a folder the guard could not watch (its watches ran out), looked at as walked
     Fd fd;
+    std::string shown;
+    std::string project;  // a project's name, at a project's top
     std::vector<std::pair<std::string, unsigned char>> entries;
     size_t next = 0;
   };
   std::vector<Level> levels;
-  auto enter = [&](int in, const std::string& as, Fd fd) {
+  auto enter = [&](int in, const std::string& as, std::string shown, Fd fd) {
     int wd = Watch(folder, in, as, fd.get(), false, -1);
-    if (wd < 0) return;
-    if (pass == Pass::kLater) {
-      CheckBare(wd, fd.get());
-    } else if (!as.starts_with(".git.refused-") && LooksLikeRepository(fd.get())) {
-      Guard(wd, fd.get(), Kind::kBare);  // the user's
+    if (wd < 0 && !full_) return;  // gone meanwhile
+    std::string project;
+    if (wd >= 0) {
+      if (pass == Pass::kLater) {
+        CheckBare(wd, fd.get());
+      } else if (!as.starts_with(".git.refused-") && LooksLikeRepository(fd.get())) {
+        Guard(wd, fd.get(), Kind::kBare);  // the user's
+      }
+    } else {
+      if (LooksLikeRepository(fd.get())) Unwatched(fd.get(), shown, "HEAD", pass);
+      bool top_in = in >= 0 ? watched_.at(in).parent == -1 : levels.size() == 1 && parent == -1;
+      if (folders_[folder].projects && top_in) project = as;
     }
     auto entries = ReadDirAt(fd.get());
-    levels.push_back(Level{wd, std::move(fd), std::move(entries)});
+    levels.push_back(
+        Level{wd, std::move(fd), std::move(shown), std::move(project), std::move(entries)});
   };
-  enter(parent, name, std::move(dir));
+  enter(parent, name, parent == -1 ? DisplayPath(folders_[folder].path) : Shown(parent, name),
+        std::move(dir));
   while (!levels.empty()) {
     Level& at = levels.back();
     if (at.next == at.entries.size()) {
@@ -95,15 +109,58 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
     }
     auto [entry, type] = at.entries[at.next++];
     if (entry == ".git") {
-      CheckGit(at.wd, at.fd.get(), pass, false);
+      if (at.wd >= 0) {
+        CheckGit(at.wd, at.fd.get(), pass, false);
+      } else if (!at.project.empty()) {
+        HoldUnwatched(at.project, folder);
+      } else {
+        Unwatched(at.fd.get(), at.shown, ".git", pass);
+      }
       continue;
     }
     if (type != DT_DIR && type != DT_UNKNOWN) continue;
     // A bare repository's hooks, submodules and worktrees are guarded as a .git's are.
-    if (watched_.at(at.wd).owner == at.wd && RunsPrograms(entry)) continue;
-    Fd sub(OpenDirAt(at.fd.get(), entry));
+    if (at.wd >= 0 && watched_.at(at.wd).owner == at.wd && RunsPrograms(entry)) continue;
+    std::string shown = Cat(at.shown, "/", entry);
+    Fd sub(OpenToWatch(at.fd.get(), entry, shown));
     if (!sub.ok()) continue;  // not a folder (a link), or gone
-    enter(at.wd, entry, std::move(sub));
+    enter(at.wd, entry, std::move(shown), std::move(sub));
+  }
+}
+
+// In a folder the guard could not watch: a .git, or a repository's HEAD, there at the start is
+// taken for the user's; one found on a later walk is set aside.
+void FolderGuard::Unwatched(int dir_fd, const std::string& shown, const char* entry, Pass pass) {
+  struct stat st;
+  if (::fstatat(dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
+  if (pass == Pass::kFirst) {
+    unwatched_known_.insert(key);
+    return;
+  }
+  if (unwatched_known_.count(key)) return;
+  try {
+    std::string at = MoveAside(dir_fd, shown, entry);
+    say_(Cat("set aside ", std::string(entry) == ".git" ? "a .git" : "the HEAD of a repository",
+             " that appeared in a folder the guard could not watch: ", at));
+  } catch (const Error& e) {
+    say_(Cat("could not set aside what appeared in ", shown, " (", e.what(),
+             "): do not run git there"));
+  }
+}
+
+// A project's top the guard could not watch: its .git file put back if it is not ss's.
+void FolderGuard::HoldUnwatched(const std::string& name, size_t folder) {
+  struct stat h;
+  if (!IsValidProjectName(name) || ::lstat(HeldRepositoryDir(name).c_str(), &h) != 0 ||
+      !S_ISDIR(h.st_mode)) {
+    return;
+  }
+  try {
+    Holding done = HoldRepository(Cat(folders_[folder].path, "/", name), name, false);
+    for (const auto& line : done.said) say_(Cat("project '", name, "': ", line));
+  } catch (const Error& e) {
+    say_(Cat("project '", name, "': could not put its .git file back (", e.what(), ")"));
   }
 }
 
@@ -150,7 +207,8 @@ void FolderGuard::Full(size_t folder) {
   say_(
       Cat("cannot watch more folders (the system's limit of watches is reached): what the "
           "sandbox makes in folders not yet watched in ",
-          DisplayPath(folders_[folder].path), " is seen only as a session ends"));
+          DisplayPath(folders_[folder].path), " is looked for every ", kFullRescanSeconds,
+          " s, not at once"));
 }
 
 // Watched folder `wd`, found now as `name` in watched folder `parent`.
@@ -298,6 +356,10 @@ std::string FolderGuard::Shown(int wd) const {
                                  : Cat(folders_[w.folder].path, "/", rel));
 }
 
+std::string FolderGuard::Shown(int in, const std::string& name) const {
+  return Cat(Shown(in), "/", name);
+}
+
 bool FolderGuard::ProjectTop(int wd) const {
   const Watched& w = watched_.at(wd);
   return folders_[w.folder].projects && !w.repo && w.parent >= 0 && watched_.count(w.parent) &&
@@ -309,16 +371,39 @@ Fd FolderGuard::Open(int wd) const {
   auto rel = Rel(wd);
   if (!rel) return Fd();
   const Watched& w = watched_.at(wd);
-  Fd fd(::open(folders_[w.folder].path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // Through folders the sandbox may have made unreadable (searching them is enough): the last
+  // one readable when it can be.
+  Fd fd(::open(folders_[w.folder].path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   for (const std::string& part : Split(*rel, '/')) {
     if (!fd.ok() || part.empty()) break;
-    fd = Fd(OpenDirAt(fd.get(), part));
+    fd = Fd(::openat(fd.get(), part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   }
   struct stat st;
   if (!fd.ok() || ::fstat(fd.get(), &st) != 0 || st.st_dev != w.dev || st.st_ino != w.ino) {
     return Fd();
   }
-  return fd;
+  Fd readable(::openat(fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return readable.ok() ? std::move(readable) : std::move(fd);
+}
+
+// Folder `name` of `dir_fd`, open to be read and watched. One the guard cannot read (the
+// sandbox took the permission away; the host's git needs only to search it) is made readable
+// for its owner first, and said.
+Fd FolderGuard::OpenToWatch(int dir_fd, const std::string& name, const std::string& shown) {
+  Fd fd(OpenDirAt(dir_fd, name));
+  if (fd.ok() || errno != EACCES) return fd;
+  Fd path(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st;
+  if (!path.ok() || ::fstat(path.get(), &st) != 0) return Fd();
+  // Through the descriptor: the name may lead elsewhere by now.
+  std::string at = Cat("/proc/self/fd/", path.get());
+  if (::chmod(at.c_str(), (st.st_mode & 07777) | S_IRUSR | S_IXUSR) != 0) {
+    say_(Cat("cannot watch ", shown, ": ", std::strerror(EACCES),
+             " (and its mode cannot be changed: ", std::strerror(errno), ")"));
+    return Fd();
+  }
+  say_(Cat("made ", shown, " readable for you to watch it (the sandbox took that away)"));
+  return Fd(::openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 
 void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
@@ -353,16 +438,13 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
       }
       if (PathExists(Cat(RepositoriesDir(), "/.left-", name))) return;
     }
-    if (pass == Pass::kFirst) {  // the session about to start holds it
-      Guard(wd, dir_fd, Kind::kHeld);
-      return;
-    }
-    if (IsValidProjectName(name)) {
+    if (IsValidProjectName(name)) {  // (at the start too: the sandbox may have run without it)
       try {
         Holding done = HoldRepository(Cat(folders_[w.folder].path, "/", name), name, false);
         for (const auto& line : done.said) say_(Cat("project '", name, "': ", line));
       } catch (const Error& e) {
-        say_(Cat("project '", name, "': ", e.what()));
+        say_(Cat("project '", name, "': could not put its .git file back (", e.what(),
+                 "): do not run git in ", Shown(wd), " before a session has"));
       }
       Guard(wd, dir_fd, Kind::kHeld);  // the file as it is now
       return;
@@ -385,7 +467,10 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
     std::string at = MoveGitAside(dir_fd, Shown(wd));
     say_(Cat("set aside ", what, " that appeared in a shared folder while the sandbox ran: ", at));
   } catch (const Error& e) {
-    if (::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) say_(e.what());
+    if (::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      say_(Cat("could not set aside ", what, " that appeared in ", Shown(wd), " (", e.what(),
+               "): do not run git there"));
+    }
   }
 }
 
@@ -451,7 +536,8 @@ void FolderGuard::Changed(int owner, const std::string& what) {
     say_(Cat("set aside ", bare ? "the HEAD of a repository" : "a repository", " whose ", what,
              " changed while the sandbox ran: ", at));
   } catch (const Error& e) {
-    say_(e.what());
+    say_(Cat("could not set aside ", bare ? "the HEAD of a repository" : "a repository", " whose ",
+             what, " changed in ", Shown(owner), " (", e.what(), "): do not run git there"));
   }
   if (bare) {
     // No repository now: its hooks, submodules and worktrees are folders of the tree.
@@ -481,6 +567,17 @@ void FolderGuard::Rescan() {
 }
 
 bool FolderGuard::Step(int timeout_ms) {
+  // Out of watches: every folder is walked again now and then (and watched, if it can be now).
+  if (full_) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_rescan_ >= std::chrono::seconds(kFullRescanSeconds)) {
+      last_rescan_ = now;
+      Rescan();
+    }
+    if (timeout_ms < 0 || timeout_ms > kFullRescanSeconds * 1000) {
+      timeout_ms = kFullRescanSeconds * 1000;
+    }
+  }
   pollfd p{watch_.get(), POLLIN, 0};
   int ready = ::poll(&p, 1, timeout_ms);
   if (ready < 0 && errno != EINTR) {
@@ -538,15 +635,15 @@ bool FolderGuard::Step(int timeout_ms) {
       if (!dir.ok()) rescan = true;
       if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {
         // Moved within the tree: the same folders, watched already, under a new name. What is
-        // in them was looked at as it appeared.
-        Reparent(from->second, e.watch, e.name);
+        // in them was looked at as it appeared, unless the folder could not be found then.
+        int moved = from->second;
+        Reparent(moved, e.watch, e.name);
         moved_out.erase(from);
-      } else if (Fd sub(dir.ok() ? OpenDirAt(dir.get(), e.name) : -1); sub.ok()) {
+        if (Fd sub = Open(moved); sub.ok()) CheckBare(moved, sub.get());
+      } else if (Fd sub(dir.ok() ? OpenToWatch(dir.get(), e.name, Shown(e.watch, e.name)) : Fd());
+                 sub.ok()) {
         // Made, moved in, or one the guard could not read until its mode changed.
         Walk(it->second.folder, e.watch, e.name, std::move(sub), Pass::kLater);
-      } else if (dir.ok() && errno == EACCES) {
-        say_(Cat("cannot look in ", Shown(e.watch), "/", e.name,
-                 " (permission denied): a repository made there is seen once it can be read"));
       }
       // objects or refs made last: the folder they are in may be a repository now.
       if (dir.ok() && (e.name == "objects" || e.name == "refs")) CheckBare(e.watch, dir.get());
@@ -570,7 +667,11 @@ bool FolderGuard::Step(int timeout_ms) {
     if (e.name == "HEAD" || e.name == "objects" || e.name == "refs" || e.name == "commondir" ||
         e.name == "config") {
       Fd dir = Open(e.watch);
-      if (dir.ok()) CheckBare(e.watch, dir.get());
+      if (dir.ok()) {
+        CheckBare(e.watch, dir.get());
+      } else {
+        rescan = true;  // moved meanwhile: looked at where it is
+      }
     }
   }
   // Moved out of the tree (or paired in a later read: then walked again as new).

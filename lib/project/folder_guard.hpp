@@ -22,6 +22,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -98,8 +99,12 @@ class FolderGuard {
   void CheckBare(int wd, int dir_fd);
   std::optional<std::string> Rel(int wd) const;  // nothing once it left the tree
   std::string Shown(int wd) const;
+  std::string Shown(int in, const std::string& name) const;  // entry `name` of watched `in`
   bool ProjectTop(int wd) const;
   Fd Open(int wd) const;
+  Fd OpenToWatch(int dir_fd, const std::string& name, const std::string& shown);
+  void Unwatched(int dir_fd, const std::string& shown, const char* entry, Pass pass);
+  void HoldUnwatched(const std::string& name, size_t folder);
   void Rescan();
 
   std::vector<GuardedFolder> folders_;
@@ -112,6 +117,8 @@ class FolderGuard {
   std::map<int, File> files_;               // by watch
   std::map<int, std::string> pending_;      // repositories changed, not found where they were
   bool full_ = false;                       // the system's watches ran out
+  std::set<std::pair<dev_t, ino_t>> unwatched_known_;  // the user's, in folders not watched
+  std::chrono::steady_clock::time_point last_rescan_;
 };
 
 }  // namespace ss

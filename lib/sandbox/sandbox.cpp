@@ -616,8 +616,10 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     }
   }
   if (state == SandboxState::kStopped) {
-    // Fenced before it boots (the fence is gone after a host reboot; ss-net after a stop).
+    // Fenced before it boots (the fence is gone after a host reboot; ss-net after a stop), and
+    // its shared folders watched (the guard takes the repositories it finds for the user's).
     KeepEgress();
+    KeepGuard();
     try {
       backend_->Start(name_, DesiredResources());
     } catch (const Error& e) {

@@ -24,6 +24,9 @@ namespace {
 std::string GuardDir(const std::string& sandbox) { return Cat(SandboxesDir(), "/", sandbox); }
 std::string GuardLog(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.log"; }
 std::string GuardPidFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.pid"; }
+// How much of the log a session's end has shown: what the guard did between sessions (for what
+// runs in the sandbox without one) is shown by the next.
+std::string ShownFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.shown"; }
 
 // The pid of the sandbox's running guard: recorded, alive, and still its guard.
 int RunningPid(const std::string& sandbox) {
@@ -93,6 +96,24 @@ void StopShareGuard(const std::string& sandbox) {
 size_t ShareGuardLogSize(const std::string& sandbox) {
   struct stat st;
   return ::stat(GuardLog(sandbox).c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
+}
+
+size_t ShareGuardShown(const std::string& sandbox) {
+  auto text = ReadFileIfExists(ShownFile(sandbox));
+  size_t shown = 0;
+  if (text) {
+    try {
+      shown = std::stoul(*text);
+    } catch (const std::exception&) {
+      shown = 0;
+    }
+  }
+  return shown;
+}
+
+void ShareGuardMarkShown(const std::string& sandbox, size_t upto) {
+  if (!IsDirectory(GuardDir(sandbox))) return;
+  AtomicWrite(ShownFile(sandbox), Cat(upto, "\n"), 0600);
 }
 
 std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from) {

@@ -20,5 +20,8 @@ void StopShareGuard(const std::string& sandbox);
 // Its log: a line for each thing it set aside. Its size now, and what was written after `from`.
 size_t ShareGuardLogSize(const std::string& sandbox);
 std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from);
+// How much of it a session's end has shown (0: none yet), and the mark moved on.
+size_t ShareGuardShown(const std::string& sandbox);
+void ShareGuardMarkShown(const std::string& sandbox, size_t upto);
 
 }  // namespace ss

@@ -857,6 +857,12 @@ guarded() {
   assert_success
   [[ "$stderr" == *"put back the project's .git file, which was gone"* ]] || { echo "$stderr"; false; }
   host_git_everything ho-swap "$t"
+  # Root inside cannot make the host's files append-only or immutable (the guard, and the user,
+  # could then neither put back nor move them).
+  run in_sandbox "cd ~/projects/ho-swap && sudo -n chattr +a . && echo flagged"
+  [ "$output" != flagged ] || { lsattr -d "$D"; chattr -a "$D"; false; }
+  flags=$(lsattr -d "$D" | cut -d' ' -f1)
+  [[ "$flags" != *[ai]* ]] || { echo "$flags"; false; }
   # Written through a hard link made inside (where the sandbox's kernel allows one): seen on the
   # file itself, whatever its name, and put back.
   run in_sandbox "cd ~/projects/ho-swap && ln .git hard && printf 'gitdir: evil-git\n' > hard && echo linked"
@@ -936,6 +942,32 @@ guarded() {
   assert_success
   [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
   [ -z "$(ls "$t" | grep pwned)" ]
+}
+
+@test "what the sandbox's own start makes in a shared folder is set aside: the guard watches before the sandbox boots" {
+  case "$SS_E2E_BACKEND" in
+    lima | lume) skip "the stand-ins start the image's sshd, not its init: nothing of the sandbox's runs before it" ;;
+  esac
+  ss new ho-boot >/dev/null
+  ss ho-boot -- true
+  # Root inside puts its own program first in the next boot, before the sandbox's init: it makes
+  # a repository as soon as the folder is there (at once in a container), puts init back, and
+  # runs it.
+  printf '%s\n' '#!/bin/sh' \
+    "( for i in \$(seq 600); do [ -d /home/sandbox/projects/ho-boot ] && break; sleep 0.1; done; setpriv --reuid=sandbox --regid=sandbox --init-groups mkdir -p /home/sandbox/projects/ho-boot/boot/.git/hooks ) &" \
+    'mv /sbin/init.real /sbin/init 2>/dev/null' '[ -e /sbin/init.real ] && exec /sbin/init.real "$@"' \
+    'exec /sbin/init "$@"' \
+    > "$BATS_TEST_TMPDIR/init"
+  ss push "$BATS_TEST_TMPDIR/init" /tmp/ho-init >/dev/null
+  in_sandbox "sudo -n mv /sbin/init /sbin/init.real && sudo -n install -m 755 /tmp/ho-init /sbin/init"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+  run --separate-stderr ss ho-boot -- sh -c "$INSIDE_WAIT w 'test -d boot && test ! -e boot/.git'"
+  in_sandbox "if [ -e /sbin/init.real ]; then sudo -n mv /sbin/init.real /sbin/init; fi"
+  assert_success
+  [ ! -e "$SS_HOME/projects/ho-boot/boot/.git" ]
+  [ -n "$(find "$SS_HOME/projects/ho-boot/boot" -maxdepth 1 -name '.git.refused-*')" ]
+  # Said by the session that started it (what the guard did before it began).
+  [[ "$stderr" == *"set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-boot/boot/.git.refused-"* ]] || { echo "$stderr"; false; }
 }
 
 @test "fetch: nothing of the sandbox's git runs on the host, whatever its repository says; a bad pack or object is refused whole" {

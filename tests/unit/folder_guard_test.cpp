@@ -5,6 +5,7 @@
 #include "folder_guard.hpp"
 
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -436,9 +437,10 @@ TEST_F(FolderGuardTest, WhatChangedWhileTheSystemDroppedEventsIsSeen) {
       Until(*guard, [&] { return !PathExists(lib + "/.git") && !PathExists(bare + "/HEAD"); }));
 }
 
-// As the user (a guard not run by root): a folder it cannot read when it appears is looked at
-// once it can be. In a child that drops root; its exit status says which step failed.
-TEST_F(FolderGuardTest, AFolderThatCannotBeReadYetIsSeenOnceItCanBe) {
+// As the user (a guard not run by root): a folder it cannot read is made readable, or looked at
+// once it can be, and one it may only search is looked in all the same. In a child that drops root;
+// its exit status says which step failed.
+TEST_F(FolderGuardTest, AFolderTheGuardCannotReadIsLookedInAllTheSame) {
   std::string app = Held("app");
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
@@ -449,6 +451,7 @@ TEST_F(FolderGuardTest, AFolderThatCannotBeReadYetIsSeenOnceItCanBe) {
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
     try {
       auto guard = Start();
+      // Made unreadable, then readable.
       std::string a = app + "/a1";
       if (::mkdir(a.c_str(), 0) != 0) ::_exit(4);
       guard->Step(50);
@@ -456,8 +459,79 @@ TEST_F(FolderGuardTest, AFolderThatCannotBeReadYetIsSeenOnceItCanBe) {
       guard->Step(50);
       Hostile(a + "/.git");
       if (!Until(*guard, [&] { return !PathExists(a + "/.git"); })) ::_exit(6);
+      // Made so it can be written and searched, never read (all git needs): made readable.
+      std::string b = app + "/b1";
+      if (::mkdir(b.c_str(), 0300) != 0) ::_exit(8);
+      guard->Step(50);
+      Hostile(b + "/.git");
+      if (!Until(*guard, [&] { return !PathExists(b + "/.git"); })) ::_exit(9);
+      // Watched, then made unreadable.
+      std::string c = app + "/c1";
+      if (::mkdir(c.c_str(), 0755) != 0) ::_exit(10);
+      guard->Step(50);
+      if (::chmod(c.c_str(), 0311) != 0) ::_exit(11);
+      guard->Step(50);
+      Hostile(c + "/.git");
+      if (!Until(*guard, [&] { return !PathExists(c + "/.git"); })) ::_exit(12);
     } catch (...) {
       ::_exit(7);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The sandbox of a container engine is the same user on the host: it can take every watch the
+// user has. The guard then walks the folders now and then, and still sets aside what appears
+// and puts a project's .git file back. In a child that drops root (the limit is per user).
+TEST_F(FolderGuardTest, WithTheWatchesUsedUpTheFoldersAreWalkedNowAndThen) {
+  std::string app = Held("app");
+  std::string pool = home_.path() + "/pool";
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    for (const auto& dir : {home_.path(), ProjectsDir(), app}) {
+      if (::chown(dir.c_str(), 65534, 65534) != 0) ::_exit(2);
+    }
+    if (::chown((app + "/.git").c_str(), 65534, 65534) != 0) ::_exit(2);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    try {
+      std::vector<std::string> dirs;
+      for (int i = 0; i < 2000; ++i) {
+        dirs.push_back(Cat(pool, "/", i));
+        MakeDirs(dirs.back());
+      }
+      std::vector<Fd> hogs;
+      bool full = false;
+      for (int i = 0; i < 120 && !full; ++i) {
+        hogs.emplace_back(::inotify_init1(IN_CLOEXEC));
+        if (!hogs.back().ok()) ::_exit(4);
+        for (const auto& d : dirs) {
+          if (::inotify_add_watch(hogs.back().get(), d.c_str(), IN_CREATE) < 0) {
+            if (errno != ENOSPC) ::_exit(5);
+            full = true;
+            break;
+          }
+        }
+      }
+      if (!full) ::_exit(6);
+      auto guard = Start();
+      bool said = false;
+      for (const auto& line : said_) said = said || line.starts_with("cannot watch more folders");
+      if (!said) ::_exit(7);
+      WriteInPlace(app + "/.git", "gitdir: /tmp/elsewhere\n");
+      Hostile(app + "/sub/.git");
+      auto done = [&] {
+        return !PathExists(app + "/sub/.git") && ReadFile(app + "/.git") == HeldGitFile("app");
+      };
+      auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+      while (!done() && std::chrono::steady_clock::now() < end) guard->Step(500);
+      if (!done()) ::_exit(8);
+    } catch (...) {
+      ::_exit(9);
     }
     ::_exit(0);
   }
