@@ -269,6 +269,17 @@ print(flush=True); time.sleep(3600)' "$1" > "$BATS_TEST_TMPDIR/hold.$1" </dev/nu
 # through it (SS_NET_UPSTREAM_DNS). fake_internet_down removes it all.
 fake_internet_up() {
   fake_internet_env
+  # What a file whose run was killed left behind (named after its shell, which is gone) goes.
+  local left pid link
+  for left in $(ip netns list | awk '{ print $1 }' | grep -E '^ss-(fi|sib)-[0-9]+$' || true); do
+    pid=${left##*-}
+    kill -0 "$pid" 2>/dev/null && continue
+    for pid in $(ip netns pids "$left" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+    ip netns del "$left" 2>/dev/null || true
+    for link in "ssfi${left##*-}" "sssib${left##*-}" "ssn-e2e${left##*-}"; do
+      ip link del "${link:0:15}" 2>/dev/null || true
+    done
+  done
   # Never over a network this machine reaches already (its own, a mirror's).
   local taken
   taken=$(ip -4 -o route show to match "$FI_OUTSIDE" | grep -v '^default ' || true)
