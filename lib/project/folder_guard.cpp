@@ -35,6 +35,14 @@ bool RunsPrograms(const std::string& name) {
          name == "modules" || name == "worktrees";
 }
 
+// Whether ss holds shared project `name`'s repository (held_repository.hpp). (A copy-mode
+// project's name in the projects folder is a folder the sandbox made.)
+bool IsHeld(const std::string& name) {
+  struct stat h;
+  return IsValidProjectName(name) && ::lstat(HeldRepositoryDir(name).c_str(), &h) == 0 &&
+         S_ISDIR(h.st_mode) && !PathExists(Cat(CopyProjectsDir(), "/", name));
+}
+
 // What git takes, or may take later, for a repository without a .git: a folder with HEAD, and
 // objects and refs, or a commondir; whatever they are (a link leading nowhere yet, a folder that
 // cannot be searched yet: git follows links, and asks only that it can search them).
@@ -112,7 +120,7 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
       if (at.wd >= 0) {
         CheckGit(at.wd, at.fd.get(), pass, false);
       } else if (!at.project.empty()) {
-        HoldUnwatched(at.project, folder);
+        if (IsHeld(at.project)) Hold(folder, at.project);
       } else {
         Unwatched(at.fd.get(), at.shown, ".git", pass);
       }
@@ -149,18 +157,16 @@ void FolderGuard::Unwatched(int dir_fd, const std::string& shown, const char* en
   }
 }
 
-// A project's top the guard could not watch: its .git file put back if it is not ss's.
-void FolderGuard::HoldUnwatched(const std::string& name, size_t folder) {
-  struct stat h;
-  if (!IsValidProjectName(name) || ::lstat(HeldRepositoryDir(name).c_str(), &h) != 0 ||
-      !S_ISDIR(h.st_mode)) {
-    return;
-  }
+// Shared project `name` of projects folder `folder`: its .git file put back if it is not ss's,
+// and said.
+void FolderGuard::Hold(size_t folder, const std::string& name) {
+  std::string dir = Cat(folders_[folder].path, "/", name);
   try {
-    Holding done = HoldRepository(Cat(folders_[folder].path, "/", name), name, false);
+    Holding done = HoldRepository(dir, name, false);
     for (const auto& line : done.said) say_(Cat("project '", name, "': ", line));
   } catch (const Error& e) {
-    say_(Cat("project '", name, "': could not put its .git file back (", e.what(), ")"));
+    say_(Cat("project '", name, "': could not put its .git file back (", e.what(),
+             "): do not run git in ", DisplayPath(dir), " before a session has"));
   }
 }
 
@@ -422,10 +428,7 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
     // the user's (the first session holds it); one that appears is set aside as a session's
     // start would, with how to give it to ss.
     const std::string& name = w.name;
-    struct stat h;
-    bool held = IsValidProjectName(name) && ::lstat(HeldRepositoryDir(name).c_str(), &h) == 0 &&
-                S_ISDIR(h.st_mode) && !PathExists(Cat(CopyProjectsDir(), "/", name));
-    if (!held) {
+    if (!IsHeld(name)) {
       // ss's own file, its repository about to be put in place (ss new): leads nowhere else.
       std::string problem;
       if (S_ISREG(st.st_mode) &&
@@ -439,13 +442,7 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
       if (PathExists(Cat(RepositoriesDir(), "/.left-", name))) return;
     }
     if (IsValidProjectName(name)) {  // (at the start too: the sandbox may have run without it)
-      try {
-        Holding done = HoldRepository(Cat(folders_[w.folder].path, "/", name), name, false);
-        for (const auto& line : done.said) say_(Cat("project '", name, "': ", line));
-      } catch (const Error& e) {
-        say_(Cat("project '", name, "': could not put its .git file back (", e.what(),
-                 "): do not run git in ", Shown(wd), " before a session has"));
-      }
+      Hold(w.folder, name);
       Guard(wd, dir_fd, Kind::kHeld);  // the file as it is now
       return;
     }

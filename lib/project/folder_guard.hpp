@@ -104,7 +104,7 @@ class FolderGuard {
   Fd Open(int wd) const;
   Fd OpenToWatch(int dir_fd, const std::string& name, const std::string& shown);
   void Unwatched(int dir_fd, const std::string& shown, const char* entry, Pass pass);
-  void HoldUnwatched(const std::string& name, size_t folder);
+  void Hold(size_t folder, const std::string& name);
   void Rescan();
 
   std::vector<GuardedFolder> folders_;

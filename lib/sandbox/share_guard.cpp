@@ -99,16 +99,8 @@ size_t ShareGuardLogSize(const std::string& sandbox) {
 }
 
 size_t ShareGuardShown(const std::string& sandbox) {
-  auto text = ReadFileIfExists(ShownFile(sandbox));
-  size_t shown = 0;
-  if (text) {
-    try {
-      shown = std::stoul(*text);
-    } catch (const std::exception&) {
-      shown = 0;
-    }
-  }
-  return shown;
+  auto shown = ParseDecimal(Trim(ReadFileIfExists(ShownFile(sandbox)).value_or("")));
+  return shown && *shown > 0 ? static_cast<size_t>(*shown) : 0;
 }
 
 void ShareGuardMarkShown(const std::string& sandbox, size_t upto) {

@@ -71,6 +71,28 @@ class FolderGuardTest : public ::testing::Test {
     return n;
   }
 
+  // Runs `body` in a child that gives the projects folder and held project `app` to nobody and
+  // becomes nobody (a guard not run by root); its exit status: 0, a failed step's number, or 100
+  // for an exception.
+  int AsNobody(const std::string& app, const std::function<int()>& body) {
+    pid_t pid = ::fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+      for (const auto& path : {home_.path(), ProjectsDir(), app, app + "/.git"}) {
+        if (::chown(path.c_str(), 65534, 65534) != 0) ::_exit(2);
+      }
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+      try {
+        ::_exit(body());
+      } catch (...) {
+        ::_exit(100);
+      }
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  }
+
   TempDir home_, other_;
   std::vector<std::string> said_;
 };
@@ -442,46 +464,34 @@ TEST_F(FolderGuardTest, WhatChangedWhileTheSystemDroppedEventsIsSeen) {
 // its exit status says which step failed.
 TEST_F(FolderGuardTest, AFolderTheGuardCannotReadIsLookedInAllTheSame) {
   std::string app = Held("app");
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    for (const auto& dir : {home_.path(), ProjectsDir(), app}) {
-      if (::chown(dir.c_str(), 65534, 65534) != 0) ::_exit(2);
-    }
-    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
-    try {
-      auto guard = Start();
-      // Made unreadable, then readable.
-      std::string a = app + "/a1";
-      if (::mkdir(a.c_str(), 0) != 0) ::_exit(4);
-      guard->Step(50);
-      if (::chmod(a.c_str(), 0755) != 0) ::_exit(5);
-      guard->Step(50);
-      Hostile(a + "/.git");
-      if (!Until(*guard, [&] { return !PathExists(a + "/.git"); })) ::_exit(6);
-      // Made so it can be written and searched, never read (all git needs): made readable.
-      std::string b = app + "/b1";
-      if (::mkdir(b.c_str(), 0300) != 0) ::_exit(8);
-      guard->Step(50);
-      Hostile(b + "/.git");
-      if (!Until(*guard, [&] { return !PathExists(b + "/.git"); })) ::_exit(9);
-      // Watched, then made unreadable.
-      std::string c = app + "/c1";
-      if (::mkdir(c.c_str(), 0755) != 0) ::_exit(10);
-      guard->Step(50);
-      if (::chmod(c.c_str(), 0311) != 0) ::_exit(11);
-      guard->Step(50);
-      Hostile(c + "/.git");
-      if (!Until(*guard, [&] { return !PathExists(c + "/.git"); })) ::_exit(12);
-    } catch (...) {
-      ::_exit(7);
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto steps = [&] {
+    auto guard = Start();
+    // Made unreadable, then readable.
+    std::string a = app + "/a1";
+    if (::mkdir(a.c_str(), 0) != 0) return 4;
+    guard->Step(50);
+    if (::chmod(a.c_str(), 0755) != 0) return 5;
+    guard->Step(50);
+    Hostile(a + "/.git");
+    if (!Until(*guard, [&] { return !PathExists(a + "/.git"); })) return 6;
+    // Made so it can be written and searched, never read (all git needs): made
+    // readable.
+    std::string b = app + "/b1";
+    if (::mkdir(b.c_str(), 0300) != 0) return 8;
+    guard->Step(50);
+    Hostile(b + "/.git");
+    if (!Until(*guard, [&] { return !PathExists(b + "/.git"); })) return 9;
+    // Watched, then made unreadable.
+    std::string c = app + "/c1";
+    if (::mkdir(c.c_str(), 0755) != 0) return 10;
+    guard->Step(50);
+    if (::chmod(c.c_str(), 0311) != 0) return 11;
+    guard->Step(50);
+    Hostile(c + "/.git");
+    if (!Until(*guard, [&] { return !PathExists(c + "/.git"); })) return 12;
+    return 0;
+  };
+  EXPECT_EQ(AsNobody(app, steps), 0);
 }
 
 // The sandbox of a container engine is the same user on the host: it can take every watch the
@@ -490,55 +500,41 @@ TEST_F(FolderGuardTest, AFolderTheGuardCannotReadIsLookedInAllTheSame) {
 TEST_F(FolderGuardTest, WithTheWatchesUsedUpTheFoldersAreWalkedNowAndThen) {
   std::string app = Held("app");
   std::string pool = home_.path() + "/pool";
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    for (const auto& dir : {home_.path(), ProjectsDir(), app}) {
-      if (::chown(dir.c_str(), 65534, 65534) != 0) ::_exit(2);
+  auto steps = [&] {
+    std::vector<std::string> dirs;
+    for (int i = 0; i < 2000; ++i) {
+      dirs.push_back(Cat(pool, "/", i));
+      MakeDirs(dirs.back());
     }
-    if (::chown((app + "/.git").c_str(), 65534, 65534) != 0) ::_exit(2);
-    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
-    try {
-      std::vector<std::string> dirs;
-      for (int i = 0; i < 2000; ++i) {
-        dirs.push_back(Cat(pool, "/", i));
-        MakeDirs(dirs.back());
-      }
-      std::vector<Fd> hogs;
-      bool full = false;
-      for (int i = 0; i < 120 && !full; ++i) {
-        hogs.emplace_back(::inotify_init1(IN_CLOEXEC));
-        if (!hogs.back().ok()) ::_exit(4);
-        for (const auto& d : dirs) {
-          if (::inotify_add_watch(hogs.back().get(), d.c_str(), IN_CREATE) < 0) {
-            if (errno != ENOSPC) ::_exit(5);
-            full = true;
-            break;
-          }
+    std::vector<Fd> hogs;
+    bool full = false;
+    for (int i = 0; i < 120 && !full; ++i) {
+      hogs.emplace_back(::inotify_init1(IN_CLOEXEC));
+      if (!hogs.back().ok()) return 4;
+      for (const auto& d : dirs) {
+        if (::inotify_add_watch(hogs.back().get(), d.c_str(), IN_CREATE) < 0) {
+          if (errno != ENOSPC) return 5;
+          full = true;
+          break;
         }
       }
-      if (!full) ::_exit(6);
-      auto guard = Start();
-      bool said = false;
-      for (const auto& line : said_) said = said || line.starts_with("cannot watch more folders");
-      if (!said) ::_exit(7);
-      WriteInPlace(app + "/.git", "gitdir: /tmp/elsewhere\n");
-      Hostile(app + "/sub/.git");
-      auto done = [&] {
-        return !PathExists(app + "/sub/.git") && ReadFile(app + "/.git") == HeldGitFile("app");
-      };
-      auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-      while (!done() && std::chrono::steady_clock::now() < end) guard->Step(500);
-      if (!done()) ::_exit(8);
-    } catch (...) {
-      ::_exit(9);
     }
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+    if (!full) return 6;
+    auto guard = Start();
+    bool said = false;
+    for (const auto& line : said_) said = said || line.starts_with("cannot watch more folders");
+    if (!said) return 7;
+    WriteInPlace(app + "/.git", "gitdir: /tmp/elsewhere\n");
+    Hostile(app + "/sub/.git");
+    auto done = [&] {
+      return !PathExists(app + "/sub/.git") && ReadFile(app + "/.git") == HeldGitFile("app");
+    };
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (!done() && std::chrono::steady_clock::now() < end) guard->Step(500);
+    if (!done()) return 8;
+    return 0;
+  };
+  EXPECT_EQ(AsNobody(app, steps), 0);
 }
 
 TEST_F(FolderGuardTest, TheGuardEndsWhenItsFoldersAreGone) {
