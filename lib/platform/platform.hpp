@@ -183,6 +183,15 @@ int DrainAddressWatch(int fd);
 
 // --- Watching folders ---
 
+// Opens `name` of `dir_fd` only to be looked at: fstat, a watch, and for a folder openat beneath
+// it, which needs only the right to search it (Linux: O_PATH). A last link is opened itself, or
+// refused (ELOOP), never followed; a special file is never opened for reading. `folder`: a
+// folder or nothing (ENOTDIR). -1 with errno.
+int OpenToLook(int dir_fd, const char* name, bool folder);
+// Adds `bits` to the permissions of what `fd` (OpenToLook's) is open on, whatever its name now
+// leads to. 0, or -1 with errno.
+int AddModeBits(int fd, mode_t bits);
+
 // A non-blocking, close-on-exec descriptor that reports what happens to the entries of the
 // folders added to it (Linux: inotify), or -1 with errno (ENOSYS where the system has none).
 int OpenFolderWatch();
@@ -190,8 +199,8 @@ int OpenFolderWatch();
 // writing, changed in mode or times. Returns the folder's number (the same for a folder added
 // twice), or -1 with errno (ENOSPC: the user's watches are all taken).
 int AddFolderWatch(int watch_fd, int dir_fd);
-// Adds the file `fd` is open on (O_PATH will do): written, changed in mode, linked, whatever
-// name does it. Numbered as folders are.
+// Adds the file `fd` is open on (OpenToLook's will do): written, changed in mode, linked,
+// whatever name does it. Numbered as folders are.
 int AddFileWatch(int watch_fd, int fd);
 struct FolderEvent {
   int watch = -1;        // the folder's (or file's) number; -1 when the kernel dropped events

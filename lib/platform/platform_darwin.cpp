@@ -249,6 +249,23 @@ int DrainAddressWatch(int) {
   return -1;
 }
 
+// No O_PATH: a folder opened to be searched where the system can (O_SEARCH), read otherwise; a
+// file opened for reading without waiting (a FIFO would block).
+int OpenToLook(int dir_fd, const char* name, bool folder) {
+#ifdef O_SEARCH
+  int how = folder ? O_SEARCH | O_DIRECTORY : O_RDONLY | O_NONBLOCK;
+#else
+  int how = folder ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK;
+#endif
+  return ::openat(dir_fd, name, how | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int AddModeBits(int fd, mode_t bits) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return -1;
+  return ::fchmod(fd, (st.st_mode & 07777) | bits);
+}
+
 int OpenFolderWatch() {
   errno = ENOSYS;
   return -1;

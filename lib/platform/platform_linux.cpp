@@ -410,6 +410,18 @@ int DrainAddressWatch(int fd) {
   }
 }
 
+int OpenToLook(int dir_fd, const char* name, bool folder) {
+  return ::openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+}
+
+// Through the descriptor's name in /proc: fchmod refuses an O_PATH descriptor.
+int AddModeBits(int fd, mode_t bits) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return -1;
+  std::string at = "/proc/self/fd/" + std::to_string(fd);
+  return ::chmod(at.c_str(), (st.st_mode & 07777) | bits);
+}
+
 int OpenFolderWatch() { return ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }
 
 // Through the descriptor: a path could be changed under the caller into a link to elsewhere.

@@ -194,7 +194,7 @@ int FolderGuard::Watch(size_t folder, int parent, const std::string& name, int d
 }
 
 void FolderGuard::WatchFile(int owner, int dir_fd, const std::string& name) {
-  Fd fd(::openat(dir_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(platform::OpenToLook(dir_fd, name.c_str(), false));
   struct stat st;
   if (!fd.ok() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;
   int wd = platform::AddFileWatch(watch_.get(), fd.get());
@@ -325,7 +325,7 @@ bool FolderGuard::Same(int at, int dir_fd, Kind kind) {
   int wd = -1;
   bool same = true;  // a link: changed only by being replaced, which is seen
   if (S_ISREG(st.st_mode)) {
-    Fd fd(::openat(dir_fd, ".git", O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    Fd fd(platform::OpenToLook(dir_fd, ".git", false));
     wd = fd.ok() ? platform::AddFileWatch(watch_.get(), fd.get()) : -1;
     auto f = files_.find(wd);
     same = f != files_.end() && f->second.owners.count(at) != 0;
@@ -379,10 +379,11 @@ Fd FolderGuard::Open(int wd) const {
   const Watched& w = watched_.at(wd);
   // Through folders the sandbox may have made unreadable (searching them is enough): the last
   // one readable when it can be.
-  Fd fd(::open(folders_[w.folder].path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  // The folder's own path is followed as the user gave it ("/." is never a link).
+  Fd fd(platform::OpenToLook(AT_FDCWD, Cat(folders_[w.folder].path, "/.").c_str(), true));
   for (const std::string& part : Split(*rel, '/')) {
     if (!fd.ok() || part.empty()) break;
-    fd = Fd(::openat(fd.get(), part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    fd = Fd(platform::OpenToLook(fd.get(), part.c_str(), true));
   }
   struct stat st;
   if (!fd.ok() || ::fstat(fd.get(), &st) != 0 || st.st_dev != w.dev || st.st_ino != w.ino) {
@@ -398,12 +399,10 @@ Fd FolderGuard::Open(int wd) const {
 Fd FolderGuard::OpenToWatch(int dir_fd, const std::string& name, const std::string& shown) {
   Fd fd(OpenDirAt(dir_fd, name));
   if (fd.ok() || errno != EACCES) return fd;
-  Fd path(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat st;
-  if (!path.ok() || ::fstat(path.get(), &st) != 0) return Fd();
+  Fd path(platform::OpenToLook(dir_fd, name.c_str(), true));
+  if (!path.ok()) return Fd();
   // Through the descriptor: the name may lead elsewhere by now.
-  std::string at = Cat("/proc/self/fd/", path.get());
-  if (::chmod(at.c_str(), (st.st_mode & 07777) | S_IRUSR | S_IXUSR) != 0) {
+  if (platform::AddModeBits(path.get(), S_IRUSR | S_IXUSR) != 0) {
     say_(Cat("cannot watch ", shown, ": ", std::strerror(EACCES),
              " (and its mode cannot be changed: ", std::strerror(errno), ")"));
     return Fd();

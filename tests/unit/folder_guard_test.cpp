@@ -5,7 +5,6 @@
 #include "folder_guard.hpp"
 
 #include <fcntl.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "held_repository.hpp"
 #include "paths.hpp"
+#include "platform.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -509,10 +509,11 @@ TEST_F(FolderGuardTest, WithTheWatchesUsedUpTheFoldersAreWalkedNowAndThen) {
     std::vector<Fd> hogs;
     bool full = false;
     for (int i = 0; i < 120 && !full; ++i) {
-      hogs.emplace_back(::inotify_init1(IN_CLOEXEC));
+      hogs.emplace_back(platform::OpenFolderWatch());
       if (!hogs.back().ok()) return 4;
       for (const auto& d : dirs) {
-        if (::inotify_add_watch(hogs.back().get(), d.c_str(), IN_CREATE) < 0) {
+        Fd dir(::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (platform::AddFolderWatch(hogs.back().get(), dir.get()) < 0) {
           if (errno != ENOSPC) return 5;
           full = true;
           break;
