@@ -107,8 +107,11 @@ fi
 [ "$build" = 1 ] || exit 0
 
 say "building in $build_dir"
+# Through ccache where it is (~/.cache/ccache): building again after an update takes seconds.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_INSTALL_PREFIX="$prefix" -DSS_TESTS=OFF >/dev/null
+  -DCMAKE_INSTALL_PREFIX="$prefix" -DSS_TESTS=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build_dir"
 
 say "installing to $prefix (ss in $prefix/bin, ss-* in $prefix/libexec/ss)"

@@ -44,6 +44,8 @@
 #   debootstrap/      the .deb files of that image (debootstrap --cache-dir)
 #   apt/              the fresh machine's /var/cache/apt/archives (an LXD disk device)
 #   ss-debs/ ss-npm/  the fresh machine's ~dev/.cache/ss/debs and npm (ss's download caches)
+#   ccache/           the fresh machine's ~dev/.cache/ccache (install.sh compiles through ccache,
+#                     which it installs: a missing header still fails the build)
 #   last-times.txt    the last run's wall time by step, also printed with the test output
 # The downloads are what is kept; everything else is made again each run (packages installed,
 # ss built, LXD set up and the sandbox image built inside from nothing). The container, its
@@ -73,6 +75,7 @@ setup_file() {
   fi
   mkdir -p "$FRESH_CACHE"
   fresh_remove_stale
+  fresh_forward -I
 
   local t0=$EPOCHREALTIME image fingerprint
   image=$(fresh_image)
@@ -116,6 +119,7 @@ teardown_file() {
   if [ ! -e "$BATS_FILE_TMPDIR/times-printed" ] && [ -s "$E2E_ROOT/times" ]; then
     cat "$E2E_ROOT/times" >&3
   fi
+  fresh_forward -D
   # LXD, if this file's setup started it (it was not running).
   if jq -e '.started | length > 0' "$BATS_FILE_TMPDIR/setup.json" >/dev/null 2>&1; then
     ss vm setup --backend lxd --stop >&3 2>&1 || true
@@ -201,6 +205,21 @@ fresh_image() {
   echo "$image"
 }
 
+# fresh_forward -I|-D: lets the fresh machine's traffic through the host's FORWARD chain (-I), or
+# stops (-D). Docker, run by the other files beside this one, sets the chain's policy to DROP; the
+# machine reaches Debian's archive through LXD's bridge. The rules name this run (ss-fresh-PID).
+fresh_forward() {
+  local bridge rule
+  bridge=$(lxc profile device get default eth0 network) || return 1
+  for rule in "-i $bridge" "-o $bridge -m conntrack --ctstate RELATED,ESTABLISHED"; do
+    # shellcheck disable=SC2086  # (the rule's words)
+    if [ "$1" = -I ] || iptables -C FORWARD $rule -m comment --comment "ss-fresh-$$" -j ACCEPT \
+        2>/dev/null; then
+      iptables "$1" FORWARD $rule -m comment --comment "ss-fresh-$$" -j ACCEPT
+    fi
+  done
+}
+
 # fresh_remove_stale: what a killed run of this file left in LXD: its container, pool and image
 # are named ss-fresh-PID, PID a bats process that is gone. Nothing else is touched.
 fresh_remove_stale() {
@@ -218,6 +237,12 @@ fresh_remove_stale() {
   for name in $(lxc image alias list --format csv | cut -d, -f1 | grep -E '^ss-fresh-[0-9]+$'); do
     kill -0 "${name#ss-fresh-}" 2>/dev/null || lxc image delete "$name" >/dev/null
   done
+  local rule
+  while read -r rule; do
+    name=$(grep -o 'ss-fresh-[0-9]*' <<< "$rule")
+    # shellcheck disable=SC2086  # (the rule's words, as iptables printed them)
+    kill -0 "${name#ss-fresh-}" 2>/dev/null || iptables -D ${rule#-A }
+  done < <(iptables -S FORWARD | grep -E -- '--comment "?ss-fresh-[0-9]+' || true)
 }
 
 # fresh_share_caches: the download caches, bound into the fresh machine and owned by its root.
@@ -227,7 +252,7 @@ fresh_share_caches() {
   uid=$(jq -r '[.[] | select(.Isuid and .Nsid == 0)][0].Hostid' <<< "$idmap")
   gid=$(jq -r '[.[] | select(.Isgid and .Nsid == 0)][0].Hostid' <<< "$idmap")
   for dir in apt:/var/cache/apt/archives ss-debs:/home/dev/.cache/ss/debs \
-    ss-npm:/home/dev/.cache/ss/npm; do
+    ss-npm:/home/dev/.cache/ss/npm ccache:/home/dev/.cache/ccache; do
     path=${dir#*:}
     dir="$FRESH_CACHE/${dir%%:*}"
     mkdir -p "$dir"
