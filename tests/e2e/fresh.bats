@@ -245,18 +245,22 @@ fresh_remove_stale() {
   done < <(iptables -S FORWARD | grep -E -- '--comment "?ss-fresh-[0-9]+' || true)
 }
 
-# fresh_share_caches: the download caches, bound into the fresh machine and owned by its root.
+# fresh_share_caches: the caches, bound into the fresh machine: the downloads owned by its root,
+# ccache's by dev (uid 1000), who builds.
 fresh_share_caches() {
-  local idmap uid gid dir path
+  local idmap uid gid spec dir path id
   idmap=$(lxc config get "$FRESH" volatile.idmap.next)
   uid=$(jq -r '[.[] | select(.Isuid and .Nsid == 0)][0].Hostid' <<< "$idmap")
   gid=$(jq -r '[.[] | select(.Isgid and .Nsid == 0)][0].Hostid' <<< "$idmap")
-  for dir in apt:/var/cache/apt/archives ss-debs:/home/dev/.cache/ss/debs \
-    ss-npm:/home/dev/.cache/ss/npm ccache:/home/dev/.cache/ccache; do
-    path=${dir#*:}
-    dir="$FRESH_CACHE/${dir%%:*}"
+  for spec in apt:/var/cache/apt/archives:0 ss-debs:/home/dev/.cache/ss/debs:0 \
+    ss-npm:/home/dev/.cache/ss/npm:0 ccache:/home/dev/.cache/ccache:1000; do
+    id=${spec##*:}
+    spec=${spec%:*}
+    path=${spec#*:}
+    dir="$FRESH_CACHE/${spec%%:*}"
     mkdir -p "$dir"
-    [ "$(stat -c %u:%g "$dir")" = "$uid:$gid" ] || chown -R "$uid:$gid" "$dir"
+    [ "$(stat -c %u:%g "$dir")" = "$((uid + id)):$((gid + id))" ] ||
+      chown -R "$((uid + id)):$((gid + id))" "$dir"
     lxc config device add "$FRESH" "cache-$(basename "$dir")" disk source="$dir" path="$path" >/dev/null
   done
 }
