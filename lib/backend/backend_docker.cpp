@@ -50,13 +50,14 @@ constexpr const char* kSpecLabel = "ss.spec";
 constexpr const char* kNameLabel = "ss.sandbox.name";
 
 // Capabilities left out of "ALL": they reach the host (modules, raw I/O, clock, reboot, MAC
-// policy, kernel log, and the immutable and append-only flags of the host's files in the shared
-// folders, which would keep the user, and ss, from changing or moving them), and
-// CAP_SYS_RESOURCE, which an unprivileged host may not have to give.
-const char* const kDroppedCaps[] = {"SYS_RESOURCE",  "SYS_MODULE",    "SYS_RAWIO",
-                                    "SYS_BOOT",      "SYS_TIME",      "MAC_ADMIN",
-                                    "MAC_OVERRIDE",  "SYSLOG",        "WAKE_ALARM",
-                                    "BLOCK_SUSPEND", "AUDIT_CONTROL", "LINUX_IMMUTABLE"};
+// policy, kernel log, the immutable and append-only flags of the host's files in the shared
+// folders, which would keep the user, and ss, from changing or moving them, and opening files by
+// handle, which reaches every file of a shared folder's disk: open_by_handle_at from the
+// folder's descriptor), and CAP_SYS_RESOURCE, which an unprivileged host may not have to give.
+const char* const kDroppedCaps[] = {
+    "SYS_RESOURCE",  "SYS_MODULE",      "SYS_RAWIO",      "SYS_BOOT",   "SYS_TIME",
+    "MAC_ADMIN",     "MAC_OVERRIDE",    "SYSLOG",         "WAKE_ALARM", "BLOCK_SUSPEND",
+    "AUDIT_CONTROL", "LINUX_IMMUTABLE", "DAC_READ_SEARCH"};
 
 std::string VolumeName(const std::string& name) { return Cat("ss-", name, "-docker"); }
 // The sandbox's own network, and its bridge (an interface name: 15 characters at most).

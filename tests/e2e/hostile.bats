@@ -1094,6 +1094,31 @@ SH
   assert_not_exists "$t/pwned"
 }
 
+@test "as root in the sandbox: no file opens by its handle (open_by_handle_at), which would reach every file of a shared folder's disk" {
+  case $SS_E2E_BACKEND in
+    lxd | docker | podman) ;;
+    *) skip "a VM's handles name its own kernel's files (the stand-ins of Lima and Lume run as the host's root)" ;;
+  esac
+  # The handle of the shared folder itself, then the folder opened by it: the kernel refuses the
+  # second call without CAP_DAC_READ_SEARCH of the host's, whatever the handle names.
+  run in_sandbox "sudo -n python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+class Handle(ctypes.Structure):
+    _fields_ = [(\"size\", ctypes.c_uint), (\"type\", ctypes.c_int), (\"bytes\", ctypes.c_ubyte * 128)]
+h, mount = Handle(128), ctypes.c_int()
+path = os.path.expanduser(\"~sandbox/projects\").encode()
+if libc.name_to_handle_at(-100, path, ctypes.byref(h), ctypes.byref(mount), 0) != 0:
+    print(\"no handle:\", os.strerror(ctypes.get_errno()))
+else:
+    dir_fd = os.open(path, os.O_RDONLY)
+    fd = libc.open_by_handle_at(dir_fd, ctypes.byref(h), os.O_RDONLY)
+    print(\"opened\" if fd >= 0 else \"refused: \" + os.strerror(ctypes.get_errno()))
+'"
+  assert_success
+  assert_output "refused: Operation not permitted"
+}
+
 @test "copy mode is a copy: root in the sandbox finds the host's folder of a copy-mode project nowhere, whatever it unmounts or makes" {
   # The project lives beside the shared projects folder, not in it.
   [ -d "$P" ] && [ ! -e "$SS_HOME/projects/ho-app" ]

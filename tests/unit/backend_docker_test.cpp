@@ -38,6 +38,9 @@ TEST(ContainerArgs, DockerSandbox) {
   EXPECT_TRUE(Has(a, "--cap-add", "ALL"));
   EXPECT_TRUE(Has(a, "--cap-drop", "SYS_RESOURCE"));
   EXPECT_TRUE(Has(a, "--cap-drop", "SYS_MODULE"));
+  // The host's files: their immutable flags, and every file of a shared folder's disk by handle.
+  EXPECT_TRUE(Has(a, "--cap-drop", "LINUX_IMMUTABLE"));
+  EXPECT_TRUE(Has(a, "--cap-drop", "DAC_READ_SEARCH"));
   EXPECT_TRUE(Has(a, "--security-opt", "apparmor=unconfined"));
   EXPECT_TRUE(Has(a, "--security-opt", "systempaths=unconfined"));
   EXPECT_TRUE(Has(a, "--cgroupns", "private"));
