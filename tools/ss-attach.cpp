@@ -475,8 +475,21 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
                ? "while the sandbox ran, ss set aside what it put where the host's git reads:"
                : "while the session ran, ss set aside what the sandbox put where the host's git "
                  "reads:");
-      for (size_t i = 0; i < guarded.size() && i < 10; ++i) Note(Cat("  ", guarded[i]));
-      if (guarded.size() > 10) Note(Cat("  and ", guarded.size() - 10, " more"));
+      // The first ten, and every line that says what the guard could not do (where git must not
+      // run), however many came before it.
+      size_t shown = 0;
+      for (size_t i = 0; i < guarded.size(); ++i) {
+        const std::string& line = guarded[i];
+        if (i >= 10 && line.find("could not") == std::string::npos && !line.starts_with("cannot")) {
+          continue;
+        }
+        Note(Cat("  ", line));
+        ++shown;
+      }
+      if (shown < guarded.size()) {
+        Note(Cat("  and ", guarded.size() - shown, " more, every one in ",
+                 DisplayPath(ShareGuardLogPath(s.name()))));
+      }
     }
     try {
       ShareGuardMarkShown(s.name(), upto);

@@ -93,6 +93,8 @@ void StopShareGuard(const std::string& sandbox) {
   if (!WaitProcessGone(pid, std::chrono::seconds(5))) ::kill(pid, SIGKILL);
 }
 
+std::string ShareGuardLogPath(const std::string& sandbox) { return GuardLog(sandbox); }
+
 size_t ShareGuardLogSize(const std::string& sandbox) {
   struct stat st;
   return ::stat(GuardLog(sandbox).c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;

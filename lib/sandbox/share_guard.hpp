@@ -17,7 +17,9 @@ void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
 // Whether it runs (a check of a pid, cheap enough for every command).
 bool ShareGuardRunning(const std::string& sandbox);
 void StopShareGuard(const std::string& sandbox);
-// Its log: a line for each thing it set aside. Its size now, and what was written after `from`.
+// Its log: a line for each thing it set aside. Its path, its size now, and what was written after
+// `from`.
+std::string ShareGuardLogPath(const std::string& sandbox);
 size_t ShareGuardLogSize(const std::string& sandbox);
 std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from);
 // How much of it a session's end has shown (0: none yet), and the mark moved on.

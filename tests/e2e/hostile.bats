@@ -728,6 +728,11 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   assert_success
   assert_equal "${stderr_lines[0]}" "ss: warning: while the session ran, ss set aside what the sandbox put where the host's git reads:"
   assert_regex "${stderr_lines[1]}" "^  set aside a repository that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-shared/lib/\.git\.refused-[0-9]+-[0-9a-f]{8}$"
+  # Past ten lines: how many more, and where every one of them is.
+  run --separate-stderr ss ho-shared -- sh -c "$INSIDE_WAIT for i in \$(seq 12); do mkdir -p m\$i/.git 2>/dev/null; done; w '! ls -d m*/.git >/dev/null 2>&1'"
+  assert_success
+  assert_equal "${#stderr_lines[@]}" 12
+  assert_equal "${stderr_lines[11]}" "  and 2 more, every one in ~/super-sandbox/.ss/sandboxes/$SANDBOX/guard.log"
   # A session that changes none of them says nothing; nor does one that ends in an error.
   run --separate-stderr ss ho-shared -- sh -c 'echo again > plain.txt'
   assert_success
