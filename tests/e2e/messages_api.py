@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in of Anthropic's Messages API for end-to-end tests of a real agent (HTTPS, HTTP/1.1
-with keep-alive). Every request is written as one JSON line to LOG (method, path, headers, and
-the body's model and last message). POST /v1/messages answers, streamed when asked ("stream":
-true) and as one JSON message otherwise:
+with keep-alive). Every request is written as one JSON line to LOG (method, path, headers, the
+body's model and last message, and whether any of its messages holds a tool's result). POST
+/v1/messages answers, streamed when asked ("stream": true) and as one JSON message otherwise:
 
   - a request offering the tool Bash whose conversation holds no tool result yet: one tool call,
     Bash with the command in the file COMMAND;
@@ -90,13 +90,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def record(self, request):
-        last = (request.get("messages") or [{}])[-1] if isinstance(request, dict) else {}
+        messages = (request.get("messages") or []) if isinstance(request, dict) else []
+        last = messages[-1] if messages else {}
         with lock, open(sys.argv[6], "a") as log:
             log.write(json.dumps({"method": self.command, "path": self.path,
                                   "headers": [[k, v] for k, v in self.headers.items()],
                                   "model": request.get("model") if isinstance(request, dict)
                                   else None,
-                                  "last": last}) + "\n")
+                                  "last": last,
+                                  "tool_result": has_tool_result(messages)}) + "\n")
 
     def do_GET(self):
         self.record({})
