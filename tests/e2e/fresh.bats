@@ -206,8 +206,9 @@ fresh_image() {
 }
 
 # fresh_forward -I|-D: lets the fresh machine's traffic through the host's FORWARD chain (-I), or
-# stops (-D). Docker, run by the other files beside this one, sets the chain's policy to DROP; the
-# machine reaches Debian's archive through LXD's bridge. The rules name this run (ss-fresh-PID).
+# stops (-D). Docker, run by the other files beside this one, can set the chain's policy to DROP
+# (when it turns forwarding on itself); the machine reaches Debian's archive through LXD's
+# bridge. The rules name this run (ss-fresh-PID).
 fresh_forward() {
   local bridge rule
   bridge=$(lxc profile device get default eth0 network) || return 1
