@@ -466,30 +466,25 @@ TEST_F(FolderGuardTest, AFolderTheGuardCannotReadIsLookedInAllTheSame) {
   std::string app = Held("app");
   auto steps = [&] {
     auto guard = Start();
-    // Made unreadable, then readable.
-    std::string a = app + "/a1";
-    if (::mkdir(a.c_str(), 0) != 0) return 4;
-    guard->Step(50);
-    if (::chmod(a.c_str(), 0755) != 0) return 5;
-    guard->Step(50);
-    Hostile(a + "/.git");
-    if (!Until(*guard, [&] { return !PathExists(a + "/.git"); })) return 6;
-    // Made so it can be written and searched, never read (all git needs): made
-    // readable.
-    std::string b = app + "/b1";
-    if (::mkdir(b.c_str(), 0300) != 0) return 8;
-    guard->Step(50);
-    Hostile(b + "/.git");
-    if (!Until(*guard, [&] { return !PathExists(b + "/.git"); })) return 9;
-    // Watched, then made unreadable.
-    std::string c = app + "/c1";
-    if (::mkdir(c.c_str(), 0755) != 0) return 10;
-    guard->Step(50);
-    if (::chmod(c.c_str(), 0311) != 0) return 11;
-    guard->Step(50);
-    Hostile(c + "/.git");
-    if (!Until(*guard, [&] { return !PathExists(c + "/.git"); })) return 12;
-    return 0;
+    // Folder `name` made with mode `made`, then (unless `later` is 0) changed to `later`, each
+    // seen by the guard; a .git made in it is set aside. Failed steps: first, +1, +2.
+    auto check = [&](const std::string& name, mode_t made, mode_t later, int first) {
+      std::string dir = app + "/" + name;
+      if (::mkdir(dir.c_str(), made) != 0) return first;
+      guard->Step(50);
+      if (later != 0) {
+        if (::chmod(dir.c_str(), later) != 0) return first + 1;
+        guard->Step(50);
+      }
+      Hostile(dir + "/.git");
+      return Until(*guard, [&] { return !PathExists(dir + "/.git"); }) ? 0 : first + 2;
+    };
+    // Made unreadable, then readable; made so it can be written and searched, never read (all
+    // git needs): made readable; watched, then made unreadable.
+    int failed = check("a1", 0, 0755, 4);
+    if (failed == 0) failed = check("b1", 0300, 0, 8);
+    if (failed == 0) failed = check("c1", 0755, 0311, 11);
+    return failed;
   };
   EXPECT_EQ(AsNobody(app, steps), 0);
 }
