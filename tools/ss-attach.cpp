@@ -479,11 +479,8 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
       // run), however many came before it.
       size_t shown = 0;
       for (size_t i = 0; i < guarded.size(); ++i) {
-        const std::string& line = guarded[i];
-        if (i >= 10 && line.find("could not") == std::string::npos && !line.starts_with("cannot")) {
-          continue;
-        }
-        Note(Cat("  ", line));
+        if (i >= 10 && !ShareGuardCouldNot(guarded[i])) continue;
+        Note(Cat("  ", guarded[i]));
         ++shown;
       }
       if (shown < guarded.size()) {

@@ -120,4 +120,8 @@ std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from)
   return lines;
 }
 
+bool ShareGuardCouldNot(const std::string& line) {
+  return line.starts_with("cannot") || line.find("could not") != std::string::npos;
+}
+
 }  // namespace ss

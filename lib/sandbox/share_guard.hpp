@@ -22,6 +22,9 @@ void StopShareGuard(const std::string& sandbox);
 std::string ShareGuardLogPath(const std::string& sandbox);
 size_t ShareGuardLogSize(const std::string& sandbox);
 std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from);
+// Whether a line of it says what the guard could not do (set aside, put back, watch): where git
+// must not run.
+bool ShareGuardCouldNot(const std::string& line);
 // How much of it a session's end has shown (0: none yet), and the mark moved on.
 size_t ShareGuardShown(const std::string& sandbox);
 void ShareGuardMarkShown(const std::string& sandbox, size_t upto);
