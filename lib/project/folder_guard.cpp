@@ -26,6 +26,12 @@ namespace {
 
 // How often the folders are walked again when the system's watches ran out.
 constexpr int kFullRescanSeconds = 10;
+// At most this many folders of a walk are open at once: a tree may be deeper than the
+// descriptors a process may hold. A watched one further up is opened again by its path when the
+// walk comes back to it.
+constexpr size_t kOpenLevels = 64;
+// A path longer than this many folders is shown by its first and last ones.
+constexpr size_t kShownFolders = 16;
 
 // What in a repository's folder names programs the host's git runs: its settings, a common
 // directory they may come from, its hooks (facts: git's settings that run a program), and the
@@ -106,7 +112,12 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
     auto entries = ReadDirAt(fd.get());
     levels.push_back(
         Level{wd, std::move(fd), std::move(shown), std::move(project), std::move(entries)});
+    if (levels.size() > kOpenLevels) {
+      Level& far = levels[levels.size() - 1 - kOpenLevels];
+      if (far.wd >= 0) far.fd = Fd();
+    }
   };
+  bool said_no_descriptors = false;
   enter(parent, name, parent == -1 ? DisplayPath(folders_[folder].path) : Shown(parent, name),
         std::move(dir));
   while (!levels.empty()) {
@@ -114,6 +125,15 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
     if (at.next == at.entries.size()) {
       levels.pop_back();
       continue;
+    }
+    if (!at.fd.ok()) {
+      at.fd = Open(at.wd);
+      if (!at.fd.ok()) {
+        // Moved meanwhile: the rest of it is walked where it is now, once this walk is done.
+        walk_again_ = true;
+        levels.pop_back();
+        continue;
+      }
     }
     auto [entry, type] = at.entries[at.next++];
     if (entry == ".git") {
@@ -131,7 +151,15 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
     if (at.wd >= 0 && watched_.at(at.wd).owner == at.wd && RunsPrograms(entry)) continue;
     std::string shown = Cat(at.shown, "/", entry);
     Fd sub(OpenToWatch(at.fd.get(), entry, shown));
-    if (!sub.ok()) continue;  // not a folder (a link), or gone
+    if (!sub.ok()) {
+      // Not a folder (a link), or gone; or this process holds all the descriptors it may
+      // (folders the guard could not watch are kept open while walked).
+      if ((errno == EMFILE || errno == ENFILE) && !std::exchange(said_no_descriptors, true)) {
+        say_(Cat("cannot watch ", shown, " and what is below it: ", std::strerror(errno),
+                 "; do not run git there"));
+      }
+      continue;
+    }
     enter(at.wd, entry, std::move(shown), std::move(sub));
   }
 }
@@ -343,9 +371,12 @@ bool FolderGuard::Same(int at, int dir_fd, Kind kind) {
 
 std::optional<std::string> FolderGuard::Rel(int wd) const {
   std::vector<const std::string*> names;
-  for (int at = wd, steps = 0;; ++steps) {
+  // (More names than watches: a loop, which a move the guard has not read yet may make.)
+  for (int at = wd;;) {
     auto it = watched_.find(at);
-    if (it == watched_.end() || it->second.parent == -2 || steps > 4096) return std::nullopt;
+    if (it == watched_.end() || it->second.parent == -2 || names.size() > watched_.size()) {
+      return std::nullopt;
+    }
     if (it->second.parent == -1) break;
     names.push_back(&it->second.name);
     at = it->second.parent;
@@ -358,6 +389,11 @@ std::optional<std::string> FolderGuard::Rel(int wd) const {
 std::string FolderGuard::Shown(int wd) const {
   const Watched& w = watched_.at(wd);
   std::string rel = Rel(wd).value_or("?");
+  if (auto parts = Split(rel, '/'); parts.size() > kShownFolders) {
+    size_t half = kShownFolders / 2;
+    rel = Cat(Join({parts.begin(), parts.begin() + half}, "/"), "/…", parts.size() - 2 * half,
+              " more folders…/", Join({parts.end() - half, parts.end()}, "/"));
+  }
   return DisplayPath(rel.empty() ? folders_[w.folder].path
                                  : Cat(folders_[w.folder].path, "/", rel));
 }
@@ -684,7 +720,7 @@ bool FolderGuard::Step(int timeout_ms) {
       Unguard(owner);  // its folder is gone
     }
   }
-  if (rescan) Rescan();
+  if (std::exchange(walk_again_, false) || rescan) Rescan();
   return !watched_.empty();
 }
 

@@ -117,6 +117,7 @@ class FolderGuard {
   std::map<int, File> files_;               // by watch
   std::map<int, std::string> pending_;      // repositories changed, not found where they were
   bool full_ = false;                       // the system's watches ran out
+  bool walk_again_ = false;                 // a walk lost a folder that moved meanwhile
   std::set<std::pair<dev_t, ino_t>> unwatched_known_;  // the user's, in folders not watched
   std::chrono::steady_clock::time_point last_rescan_;
 };

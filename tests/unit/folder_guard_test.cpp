@@ -5,6 +5,7 @@
 #include "folder_guard.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +136,92 @@ TEST_F(FolderGuardTest, AGitMadeAnywhereElseIsSetAsideHoweverDeep) {
   // The held project's own file stays as it was.
   EXPECT_EQ(ReadFile(app + "/.git"), HeldGitFile("app"));
   EXPECT_EQ(SetAsideIn(app), 0);
+}
+
+// `depth` folders one inside the other from `top` (a path longer than any the system takes):
+// the bottom one, open.
+Fd Chain(const std::string& top, int depth) {
+  MakeDirs(top);
+  Fd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (int i = 0; i < depth && fd.ok(); ++i) {
+    if (::mkdirat(fd.get(), "d", 0755) != 0) return Fd();
+    fd = Fd(::openat(fd.get(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  }
+  return fd;
+}
+
+// Cuts a chain made by Chain into pieces of at most 100 folders beside `top`, which paths
+// reach (for TempDir to remove).
+void Unchain(const std::string& top) {
+  Fd parent(::open(Dirname(top).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (int level = 1, piece = 0; fd.ok(); ++level) {
+    if (level % 100 == 0) {
+      ::renameat(fd.get(), "d", parent.get(), Cat(".piece-", piece++).c_str());
+      fd = Fd(::openat(parent.get(), Cat(".piece-", piece - 1).c_str(),
+                       O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    } else {
+      fd = Fd(::openat(fd.get(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    }
+  }
+}
+
+// A repository's .git that would run a program on the host, made in folder `dir_fd`; whether
+// it is still there.
+void HostileAt(int dir_fd) {
+  ASSERT_EQ(::mkdirat(dir_fd, ".x", 0755), 0);
+  Fd git(::openat(dir_fd, ".x", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd config(::openat(git.get(), "config", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  std::string text = "[core]\n\tfsmonitor = touch /nonexistent/pwned\n";
+  ASSERT_EQ(::write(config.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ASSERT_EQ(::renameat(dir_fd, ".x", dir_fd, ".git"), 0);
+}
+bool GitAt(int dir_fd) {
+  struct stat st;
+  return ::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+TEST_F(FolderGuardTest, ATreeDeeperThanTheDescriptorsTheGuardMayHoldIsWatchedToTheBottom) {
+  std::string app = Held("app");
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit low = before;
+  low.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  // There when the guard starts, and made while it runs (walked as it is moved in).
+  Fd old_bottom = Chain(app + "/old", 1000);
+  auto guard = Start();
+  Fd new_bottom = Chain(other_.path() + "/new", 1000);
+  ASSERT_TRUE(old_bottom.ok() && new_bottom.ok());
+  ASSERT_EQ(::rename((other_.path() + "/new").c_str(), (app + "/new").c_str()), 0);
+  guard->Step(100);
+  HostileAt(old_bottom.get());
+  HostileAt(new_bottom.get());
+  bool set_aside =
+      Until(*guard, [&] { return !GitAt(old_bottom.get()) && !GitAt(new_bottom.get()); });
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+  EXPECT_TRUE(set_aside);
+  for (const auto& line : said_) EXPECT_EQ(line.find("cannot watch"), std::string::npos) << line;
+  guard.reset();
+  Unchain(app + "/old");
+  Unchain(app + "/new");
+}
+
+TEST_F(FolderGuardTest, AGitDeeperThanAnyPathIsSetAsideAndShownShort) {
+  std::string app = Held("app");
+  auto guard = Start();
+  Fd bottom = Chain(app + "/deep", 5000);
+  ASSERT_TRUE(bottom.ok());
+  guard->Step(100);
+  HostileAt(bottom.get());
+  ASSERT_TRUE(Until(*guard, [&] { return !GitAt(bottom.get()); }));
+  ASSERT_FALSE(said_.empty());
+  EXPECT_NE(
+      said_.back().find("/app/deep/d/d/d/d/d/d/…4986 more folders…/d/d/d/d/d/d/d/d/.git.refused-"),
+      std::string::npos)
+      << said_.back();
+  guard.reset();
+  Unchain(app + "/deep");
 }
 
 TEST_F(FolderGuardTest, FoldersMovedWithinTheTreeAreFollowed) {
