@@ -21,6 +21,7 @@
 #include "project_line.hpp"
 #include "rescue.hpp"
 #include "sandbox_runner.hpp"
+#include "share_guard.hpp"
 #include "shell_quote.hpp"
 #include "size.hpp"
 #include "strings.hpp"
@@ -336,8 +337,13 @@ int Guard(const ProjectLine& o) {
   // sandbox had to make in the shared folder for it, which it could fill anyway.
   // (Names the sandbox chose are shown without their line breaks: a line of the log is the
   // guard's.)
-  FolderGuard guard(folders,
-                    [](const std::string& line) { std::cout << Printable(line) << std::endl; });
+  // Started again while the sandbox ran: what its first run knew.
+  std::optional<std::set<std::string>> known = ShareGuardKnown(o.sandbox);
+  bool again = known.has_value();
+  FolderGuard guard(
+      folders, [](const std::string& line) { std::cout << Printable(line) << std::endl; },
+      std::move(known));
+  if (!again) ShareGuardRecordKnown(o.sandbox, guard.Known());
   std::cout << "watching " << guard.watched() << " folders of sandbox " << o.sandbox << std::endl;
   while (guard.Step(-1)) {
   }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <utility>
 
+#include "digest.hpp"
 #include "error.hpp"
 #include "exit_code.hpp"
 #include "fs.hpp"
@@ -63,8 +64,12 @@ bool LooksLikeRepository(int dir_fd) {
 }  // namespace
 
 FolderGuard::FolderGuard(std::vector<GuardedFolder> folders,
-                         std::function<void(const std::string&)> say)
-    : folders_(std::move(folders)), say_(std::move(say)), watch_(platform::OpenFolderWatch()) {
+                         std::function<void(const std::string&)> say,
+                         std::optional<std::set<std::string>> known)
+    : folders_(std::move(folders)),
+      say_(std::move(say)),
+      watch_(platform::OpenFolderWatch()),
+      first_known_(std::move(known)) {
   if (!watch_.ok()) {
     throw Error(kExitUnavailable, Cat("cannot watch folders: ", std::strerror(errno)));
   }
@@ -101,8 +106,9 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
     if (wd >= 0) {
       if (pass == Pass::kLater) {
         CheckBare(wd, fd.get());
-      } else if (!as.starts_with(".git.refused-") && LooksLikeRepository(fd.get())) {
-        Guard(wd, fd.get(), Kind::kBare);  // the user's
+      } else if (!as.starts_with(".git.refused-") && LooksLikeRepository(fd.get()) &&
+                 !Trusted(wd, fd.get(), Kind::kBare)) {
+        CheckBare(wd, fd.get());
       }
     } else {
       if (LooksLikeRepository(fd.get())) Unwatched(fd.get(), shown, "HEAD", pass);
@@ -170,7 +176,8 @@ void FolderGuard::Unwatched(int dir_fd, const std::string& shown, const char* en
   struct stat st;
   if (::fstatat(dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
-  if (pass == Pass::kFirst) {
+  if (pass == Pass::kFirst &&
+      (!first_known_ || first_known_->count(Cat("unwatched ", st.st_dev, " ", st.st_ino)))) {
     unwatched_known_.insert(key);
     return;
   }
@@ -260,9 +267,13 @@ void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
   if (::fstatat(dir_fd, kind == Kind::kBare ? "." : ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   if (Same(at, dir_fd, kind)) return;  // guarded already
   Unguard(at);
-  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}, {}};
+  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}, {}, {}};
+  Repository& r = repositories_[at];
   if (S_ISREG(st.st_mode)) {
     WatchFile(at, dir_fd, ".git");
+    // Where it leads is what names programs.
+    std::string problem;
+    r.print = ReadSmallFileAt(dir_fd, ".git", 4096, &problem).value_or("");
   } else if (kind == Kind::kBare) {
     watched_.at(at).owner = at;
     GuardGitDir(at, dir_fd, at, 0, "", repositories_[at].print);
@@ -271,6 +282,29 @@ void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
     int g = git.ok() ? Watch(watched_.at(at).folder, at, ".git", git.get(), true, at) : -1;
     if (g >= 0) GuardGitDir(g, git.get(), at, 0, "", repositories_[at].print);
   }
+  r.known = Sha256Hex(Cat(static_cast<int>(kind), " ", r.dev, " ", r.ino, "\n", r.print));
+}
+
+// At the first walk, whether what stands in watched folder `at` (its .git; for kBare, the
+// folder) is the user's: all that is there when the guard starts with the sandbox; once it is
+// started again while the sandbox ran, only what its first run found, unchanged. Guarded if so.
+bool FolderGuard::Trusted(int at, int dir_fd, Kind kind) {
+  Guard(at, dir_fd, kind);
+  auto r = repositories_.find(at);
+  if (!first_known_ || (r != repositories_.end() && first_known_->count(r->second.known))) {
+    return true;
+  }
+  Unguard(at);
+  return false;
+}
+
+std::set<std::string> FolderGuard::Known() const {
+  std::set<std::string> known;
+  for (const auto& [at, r] : repositories_) {
+    if (r.kind != Kind::kHeld) known.insert(r.known);
+  }
+  for (const auto& [dev, ino] : unwatched_known_) known.insert(Cat("unwatched ", dev, " ", ino));
+  return known;
 }
 
 // A repository's folder (watch `wd`, open as `fd`): its settings and common directory, its
@@ -470,10 +504,7 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
           ReadSmallFileAt(dir_fd, ".git", 4096, &problem).value_or("") == HeldGitFile(name)) {
         return;
       }
-      if (pass == Pass::kFirst || known) {
-        Guard(wd, dir_fd, Kind::kGit);
-        return;
-      }
+      if (known || (pass == Pass::kFirst && Trusted(wd, dir_fd, Kind::kGit))) return;
       if (PathExists(Cat(RepositoriesDir(), "/.left-", name))) return;
     }
     if (IsValidProjectName(name)) {  // (at the start too: the sandbox may have run without it)
@@ -485,9 +516,8 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
     // The repository a folder was shared with (ss . --no-copy), said each session; a .git in
     // the projects folder itself is set aside by each session, and by this guard once it runs.
     return;
-  } else if (pass == Pass::kFirst || known) {
+  } else if (known || (pass == Pass::kFirst && Trusted(wd, dir_fd, Kind::kGit))) {
     // One of the user's, there before the sandbox ran: what in it names programs is watched.
-    Guard(wd, dir_fd, Kind::kGit);
     return;
   }
   Unguard(wd);
@@ -497,7 +527,12 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
                                            : "a .git";
   try {
     std::string at = MoveGitAside(dir_fd, Shown(wd));
-    say_(Cat("set aside ", what, " that appeared in a shared folder while the sandbox ran: ", at));
+    // (At the first walk: a guard started again, and this is not what the first one knew.)
+    say_(Cat("set aside ", what,
+             pass == Pass::kFirst
+                 ? " that appeared or changed in a shared folder while the sandbox ran unwatched: "
+                 : " that appeared in a shared folder while the sandbox ran: ",
+             at));
   } catch (const Error& e) {
     if (::fstatat(dir_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
       say_(Cat("could not set aside ", what, " that appeared in ", Shown(wd), " (", e.what(),

@@ -44,8 +44,14 @@ struct GuardedFolder {
 class FolderGuard {
  public:
   // Watches every folder of `folders` (links never followed); the repositories found there now
-  // are the user's. Throws ss::Error(69) when the system cannot watch folders.
-  FolderGuard(std::vector<GuardedFolder> folders, std::function<void(const std::string&)> say);
+  // are the user's. A guard started again while the sandbox ran is given what the first one knew
+  // (Known()): only those of the repositories found now are the user's, unchanged; any other is
+  // set aside as one that appeared. Throws ss::Error(69) when the system cannot watch folders.
+  FolderGuard(std::vector<GuardedFolder> folders, std::function<void(const std::string&)> say,
+              std::optional<std::set<std::string>> known = std::nullopt);
+  // The user's repositories, a line each naming one as it is now (its identity and what in it
+  // names programs, hashed): for a guard started again.
+  std::set<std::string> Known() const;
 
   // Handles what happened, waiting up to `timeout_ms` (-1: for ever) for something to; false
   // once none of the folders is there any more.
@@ -63,6 +69,7 @@ class FolderGuard {
     dev_t dev = 0;  // its .git; for kBare, the folder itself
     ino_t ino = 0;
     std::string print;         // what in it names programs, as it was (GuardGitDir)
+    std::string known;         // its line in Known()
     std::vector<int> watches;  // of its folders and files
   };
   // A watched folder, known by its parent's watch and its name there (kept right as folders are
@@ -93,6 +100,7 @@ class FolderGuard {
                    std::string& print);
   void Unguard(int at);
   bool Same(int at, int dir_fd, Kind kind);
+  bool Trusted(int at, int dir_fd, Kind kind);
   bool NamesPrograms(const Watched& w, const platform::FolderEvent& e) const;
   void Changed(int owner, const std::string& what);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
@@ -119,6 +127,7 @@ class FolderGuard {
   bool full_ = false;                       // the system's watches ran out
   bool walk_again_ = false;                 // a walk lost a folder that moved meanwhile
   std::set<std::pair<dev_t, ino_t>> unwatched_known_;  // the user's, in folders not watched
+  std::optional<std::set<std::string>> first_known_;   // what the guard's first run knew
   std::chrono::steady_clock::time_point last_rescan_;
 };
 

@@ -619,7 +619,7 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
     // Fenced before it boots (the fence is gone after a host reboot; ss-net after a stop), and
     // its shared folders watched (the guard takes the repositories it finds for the user's).
     KeepEgress();
-    KeepGuard();
+    KeepGuard(true);
     try {
       backend_->Start(name_, DesiredResources());
     } catch (const Error& e) {
@@ -662,14 +662,14 @@ void Sandbox::KeepEgress() {
 
 // The folders it shares are watched for repositories while it runs (share_guard.hpp): every start
 // and every session comes here too.
-void Sandbox::KeepGuard() {
+void Sandbox::KeepGuard(bool starting) {
   std::vector<std::string> folders;
   for (const Mount& m : shares_.mounts) {
     if (!m.read_only) folders.push_back(m.source);
   }
   if (!deploy_dir_.empty()) folders.push_back(deploy_dir_);
   if (!shares_.projects && folders.empty()) return;
-  EnsureShareGuard(name_, shares_.projects ? ProjectsDir() : "", folders);
+  EnsureShareGuard(name_, shares_.projects ? ProjectsDir() : "", folders, starting);
 }
 
 void Sandbox::Stop(std::chrono::seconds timeout) {

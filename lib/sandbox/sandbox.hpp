@@ -133,7 +133,9 @@ class Sandbox {
   void Stop(std::chrono::seconds timeout);
   // Starts the sandbox's ss-net again and re-installs its fence when either is gone (egress.hpp).
   void KeepEgress();
-  void KeepGuard();
+  // Starts the guard of its shared folders when it is gone; `starting`: the sandbox is about to
+  // boot (whatever is in them now is the user's).
+  void KeepGuard(bool starting = false);
   // Takes a snapshot through the backend; a running machine with a kernel of its own is told
   // to write out what it holds in memory first (over `conn`, or a connection of its own).
   void TakeSnapshot(const std::string& snapshot, SshConnection* conn = nullptr);

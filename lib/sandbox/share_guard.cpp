@@ -27,6 +27,8 @@ std::string GuardPidFile(const std::string& sandbox) { return GuardDir(sandbox) 
 // How much of the log a session's end has shown: what the guard did between sessions (for what
 // runs in the sandbox without one) is shown by the next.
 std::string ShownFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.shown"; }
+// The user's repositories as the guard that started with the sandbox found them.
+std::string KnownFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.known"; }
 
 // The pid of the sandbox's running guard: recorded, alive, and still its guard.
 int RunningPid(const std::string& sandbox) {
@@ -41,8 +43,9 @@ int RunningPid(const std::string& sandbox) {
 }  // namespace
 
 void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
-                      const std::vector<std::string>& folders) {
+                      const std::vector<std::string>& folders, bool starting) {
   if (RunningPid(sandbox)) return;
+  if (starting) ::unlink(KnownFile(sandbox).c_str());
   // A system that cannot watch folders (macOS, for now): they are looked at around sessions only,
   // as ss-project(1) says, without a guard that would fail at every session.
   {
@@ -88,9 +91,25 @@ bool ShareGuardRunning(const std::string& sandbox) { return RunningPid(sandbox) 
 void StopShareGuard(const std::string& sandbox) {
   int pid = RunningPid(sandbox);
   ::unlink(GuardPidFile(sandbox).c_str());
-  if (!pid) return;
-  ::kill(pid, SIGTERM);
-  if (!WaitProcessGone(pid, std::chrono::seconds(5))) ::kill(pid, SIGKILL);
+  if (pid) {
+    ::kill(pid, SIGTERM);
+    if (!WaitProcessGone(pid, std::chrono::seconds(5))) ::kill(pid, SIGKILL);
+  }
+  // Stopped with the sandbox: the next guard starts with it.
+  ::unlink(KnownFile(sandbox).c_str());
+}
+
+std::optional<std::set<std::string>> ShareGuardKnown(const std::string& sandbox) {
+  auto text = ReadFileIfExists(KnownFile(sandbox));
+  if (!text) return std::nullopt;
+  auto lines = SplitLines(*text);
+  return std::set<std::string>(lines.begin(), lines.end());
+}
+
+void ShareGuardRecordKnown(const std::string& sandbox, const std::set<std::string>& known) {
+  std::string text;
+  for (const auto& line : known) text += line + "\n";
+  AtomicWrite(KnownFile(sandbox), text, 0600);
 }
 
 std::string ShareGuardLogPath(const std::string& sandbox) { return GuardLog(sandbox); }

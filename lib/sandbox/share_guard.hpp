@@ -3,6 +3,8 @@
 // again whenever ss finds it gone (as its ss-net is, egress.hpp), stopped with the sandbox.
 #pragma once
 
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,8 +14,15 @@ namespace ss {
 // other folders it shares read-write) unless it runs, and waits until it watches them all. Where
 // the system cannot watch folders, says so once: the folders are then looked at only before and
 // after each session.
+// The repositories a guard finds there when it starts with the sandbox (`starting`: the sandbox
+// has not run since its guard was stopped) are the user's, and recorded (ShareGuardKnown); one
+// started again while the sandbox ran takes only those for the user's, unchanged.
 void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
-                      const std::vector<std::string>& folders);
+                      const std::vector<std::string>& folders, bool starting);
+// What the guard of `sandbox` that started with it knew (FolderGuard::Known), once it recorded
+// it, and the record made.
+std::optional<std::set<std::string>> ShareGuardKnown(const std::string& sandbox);
+void ShareGuardRecordKnown(const std::string& sandbox, const std::set<std::string>& known);
 // Whether it runs (a check of a pid, cheap enough for every command).
 bool ShareGuardRunning(const std::string& sandbox);
 void StopShareGuard(const std::string& sandbox);

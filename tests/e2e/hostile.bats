@@ -928,8 +928,9 @@ guarded() {
   chmod 777 "$t"
   ss new ho-nest >/dev/null
   N="$SS_HOME/projects/ho-nest/vendor/lib"
-  # Made while no guard runs (a guard sets aside any repository that appears, the user's too).
-  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  # Made while the sandbox is stopped: while it runs, its guard sets aside any repository that
+  # appears (the user's too), and takes none made meanwhile for the user's when started again.
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
   mkdir -p "$N"
   chown -R --reference="$SS_HOME/projects/ho-nest" "$SS_HOME/projects/ho-nest/vendor"
   as_owner git init -q "$N"
@@ -940,7 +941,7 @@ guarded() {
   [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
   as_owner git -C "$N" status >/dev/null
   # A submodule's settings, written from inside: the repository is set aside whole too.
-  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
   rm -rf "$N/.git.refused-"*
   as_owner git init -q "$N"
   as_owner git -C "$N" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
@@ -949,6 +950,35 @@ guarded() {
   run --separate-stderr ss ho-nest -- sh -c "$INSIDE_WAIT git config -f vendor/lib/.git/modules/sub/config core.pager 'touch $t/pwned-sub'; w 'test ! -e vendor/lib/.git'"
   assert_success
   [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
+  [ -z "$(ls "$t" | grep pwned)" ]
+}
+
+@test "a guard started again while the sandbox ran takes no repository made meanwhile for the user's; those there when the sandbox started stay" {
+  t="$BATS_TEST_TMPDIR"
+  chmod 777 "$t"
+  ss new ho-again >/dev/null
+  U="$SS_HOME/projects/ho-again/mine"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+  mkdir -p "$U"
+  chown --reference="$SS_HOME/projects/ho-again" "$U"
+  as_owner git init -q "$U"
+  ss ho-again -- true
+  # The guard gone (killed on the host): the sandbox makes a repository, and changes the user's.
+  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  in_sandbox "cd ~/projects/ho-again && mkdir made && git init -q made && git -C made config core.fsmonitor 'touch $t/pwned-again; false'"
+  run --separate-stderr ss ho-again -- true
+  assert_success
+  pgrep -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/made/.git.refused-"* ]] || { echo "$stderr"; false; }
+  [ ! -e "$SS_HOME/projects/ho-again/made/.git" ]
+  [ -d "$U/.git" ]
+  as_owner git -C "$U" status >/dev/null
+  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  in_sandbox "git -C ~/projects/ho-again/mine config core.pager 'touch $t/pwned-again'"
+  run --separate-stderr ss ho-again -- true
+  assert_success
+  [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/mine/.git.refused-"* ]] || { echo "$stderr"; false; }
+  [ ! -e "$U/.git" ]
   [ -z "$(ls "$t" | grep pwned)" ]
 }
 

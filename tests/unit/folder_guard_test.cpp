@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "fd.hpp"
@@ -350,6 +351,46 @@ void WriteInPlace(const std::string& path, const std::string& text) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   ASSERT_TRUE(fd.ok()) << path;
   ASSERT_EQ(::write(fd.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+}
+
+TEST_F(FolderGuardTest, AGuardStartedAgainTrustsOnlyWhatTheFirstFoundUnchanged) {
+  std::string app = Held("app");
+  std::string lib = app + "/lib";
+  MakeDirs(lib + "/.git/hooks");
+  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+  std::string origin = app + "/origin.git";
+  MakeDirs(origin + "/objects");
+  MakeDirs(origin + "/refs");
+  AtomicWrite(origin + "/HEAD", "ref: refs/heads/main\n");
+  std::string wt = app + "/wt";
+  MakeDirs(wt);
+  AtomicWrite(wt + "/.git", "gitdir: ../lib/.git/worktrees/wt\n");
+  std::string changed = app + "/changed";
+  MakeDirs(changed + "/.git");
+  AtomicWrite(changed + "/.git/config", "[core]\n\tbare = false\n");
+  std::set<std::string> known = Start()->Known();
+  EXPECT_EQ(known.size(), 4u);
+  // While no guard ran: a repository made, one of the user's changed, a .git file led
+  // elsewhere, a folder made a repository without a .git.
+  Hostile(app + "/evil/.git");
+  WriteInPlace(changed + "/.git/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
+  WriteInPlace(wt + "/.git", "gitdir: /tmp/elsewhere\n");
+  std::string bare = app + "/bare";
+  MakeDirs(bare + "/objects");
+  MakeDirs(bare + "/refs");
+  AtomicWrite(bare + "/HEAD", "ref: refs/heads/main\n");
+  auto again = std::make_unique<FolderGuard>(
+      std::vector<GuardedFolder>{{ProjectsDir(), true}},
+      [this](const std::string& l) { said_.push_back(l); }, known);
+  ASSERT_TRUE(Until(*again, [&] {
+    return !PathExists(app + "/evil/.git") && !PathExists(changed + "/.git") &&
+           !PathExists(wt + "/.git") && !PathExists(bare + "/HEAD");
+  }));
+  EXPECT_TRUE(PathExists(lib + "/.git/config"));
+  EXPECT_TRUE(PathExists(origin + "/HEAD"));
+  EXPECT_EQ(ReadFile(app + "/.git"), HeldGitFile("app"));
+  EXPECT_EQ(said_.size(), 4u);
 }
 
 TEST_F(FolderGuardTest, AHeldGitFileWrittenThroughAHardLinkIsPutBack) {
