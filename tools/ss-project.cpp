@@ -343,7 +343,15 @@ int Guard(const ProjectLine& o) {
   FolderGuard guard(
       folders, [](const std::string& line) { std::cout << Printable(line) << std::endl; },
       std::move(known));
-  if (!again) ShareGuardRecordKnown(o.sandbox, guard.Known());
+  if (!again) {
+    try {
+      ShareGuardRecordKnown(o.sandbox, guard.Known());
+    } catch (const Error& e) {
+      std::cout << Printable(Cat("cannot record the repositories found (", e.what(),
+                                 "): a guard started again would take what it finds for yours"))
+                << std::endl;
+    }
+  }
   std::cout << "watching " << guard.watched() << " folders of sandbox " << o.sandbox << std::endl;
   while (guard.Step(-1)) {
   }

@@ -109,6 +109,7 @@ std::optional<std::set<std::string>> ShareGuardKnown(const std::string& sandbox)
 void ShareGuardRecordKnown(const std::string& sandbox, const std::set<std::string>& known) {
   std::string text;
   for (const auto& line : known) text += line + "\n";
+  MakeDirs(GuardDir(sandbox), 0700);
   AtomicWrite(KnownFile(sandbox), text, 0600);
 }
 
