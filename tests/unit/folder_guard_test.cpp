@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -35,11 +36,13 @@ class FolderGuardTest : public ::testing::Test {
   }
   void TearDown() override { ::unsetenv("SS_HOME"); }
 
-  std::unique_ptr<FolderGuard> Start(bool with_other = false) {
+  // `known`: a guard started again, given what the first one knew.
+  std::unique_ptr<FolderGuard> Start(bool with_other = false,
+                                     std::optional<std::set<std::string>> known = std::nullopt) {
     std::vector<GuardedFolder> folders = {{ProjectsDir(), true}};
     if (with_other) folders.push_back({other_.path(), false});
-    return std::make_unique<FolderGuard>(folders,
-                                         [this](const std::string& l) { said_.push_back(l); });
+    return std::make_unique<FolderGuard>(
+        folders, [this](const std::string& l) { said_.push_back(l); }, std::move(known));
   }
   // Lets the guard handle what happened until `done` holds (2 s at most).
   bool Until(FolderGuard& guard, const std::function<bool()>& done) {
@@ -57,6 +60,17 @@ class FolderGuardTest : public ::testing::Test {
     MakeDirs(HeldRepositoryDir(name) + "/objects");
     AtomicWrite(dir + "/.git", HeldGitFile(name));
     return dir;
+  }
+  // A repository's folder (a .git) as git init makes it, and a bare repository.
+  static void GitDir(const std::string& git) {
+    MakeDirs(git + "/hooks");
+    AtomicWrite(git + "/HEAD", "ref: refs/heads/main\n");
+    AtomicWrite(git + "/config", "[core]\n\tbare = false\n");
+  }
+  static void Bare(const std::string& dir) {
+    MakeDirs(dir + "/objects");
+    MakeDirs(dir + "/refs");
+    AtomicWrite(dir + "/HEAD", "ref: refs/heads/main\n");
   }
   // A repository's .git that would run a program on the host.
   static void Hostile(const std::string& git) {
@@ -239,9 +253,7 @@ TEST_F(FolderGuardTest, FoldersMovedWithinTheTreeAreFollowed) {
 TEST_F(FolderGuardTest, TheUsersRepositoriesStayUntilWhatRunsProgramsChanges) {
   std::string app = Held("app");
   std::string lib = app + "/vendor/lib";
-  MakeDirs(lib + "/.git/hooks");
-  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
-  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
+  GitDir(lib + "/.git");
   auto guard = Start();
   // A commit's files: the repository stays.
   AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/other\n");
@@ -356,19 +368,14 @@ void WriteInPlace(const std::string& path, const std::string& text) {
 TEST_F(FolderGuardTest, AGuardStartedAgainTrustsOnlyWhatTheFirstFoundUnchanged) {
   std::string app = Held("app");
   std::string lib = app + "/lib";
-  MakeDirs(lib + "/.git/hooks");
-  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
-  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+  GitDir(lib + "/.git");
   std::string origin = app + "/origin.git";
-  MakeDirs(origin + "/objects");
-  MakeDirs(origin + "/refs");
-  AtomicWrite(origin + "/HEAD", "ref: refs/heads/main\n");
+  Bare(origin);
   std::string wt = app + "/wt";
   MakeDirs(wt);
   AtomicWrite(wt + "/.git", "gitdir: ../lib/.git/worktrees/wt\n");
   std::string changed = app + "/changed";
-  MakeDirs(changed + "/.git");
-  AtomicWrite(changed + "/.git/config", "[core]\n\tbare = false\n");
+  GitDir(changed + "/.git");
   std::set<std::string> known = Start()->Known();
   EXPECT_EQ(known.size(), 4u);
   // While no guard ran: a repository made, one of the user's changed, a .git file led
@@ -377,12 +384,8 @@ TEST_F(FolderGuardTest, AGuardStartedAgainTrustsOnlyWhatTheFirstFoundUnchanged) 
   WriteInPlace(changed + "/.git/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
   WriteInPlace(wt + "/.git", "gitdir: /tmp/elsewhere\n");
   std::string bare = app + "/bare";
-  MakeDirs(bare + "/objects");
-  MakeDirs(bare + "/refs");
-  AtomicWrite(bare + "/HEAD", "ref: refs/heads/main\n");
-  auto again = std::make_unique<FolderGuard>(
-      std::vector<GuardedFolder>{{ProjectsDir(), true}},
-      [this](const std::string& l) { said_.push_back(l); }, known);
+  Bare(bare);
+  auto again = Start(false, known);
   ASSERT_TRUE(Until(*again, [&] {
     return !PathExists(app + "/evil/.git") && !PathExists(changed + "/.git") &&
            !PathExists(wt + "/.git") && !PathExists(bare + "/HEAD");
@@ -426,9 +429,7 @@ TEST_F(FolderGuardTest, TheUsersSettingsAndHooksWrittenThroughAHardLinkAreSeen) 
   std::string app = Held("app");
   for (const char* file : {"config", "hooks/pre-commit"}) {
     std::string lib = app + "/lib";
-    MakeDirs(lib + "/.git/hooks");
-    AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
-    AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+    GitDir(lib + "/.git");
     AtomicWrite(lib + "/.git/hooks/pre-commit", "#!/bin/sh\n", 0755);
     std::string link = app + "/elsewhere";
     ::unlink(link.c_str());
@@ -481,9 +482,7 @@ TEST_F(FolderGuardTest, TheUsersSubmodulesAndWorktreesAreGuardedAsTheRepositoryI
 TEST_F(FolderGuardTest, TheUsersRepositoryChangedAndMovedAtOnceIsSetAsideWhereItWent) {
   std::string app = Held("app");
   std::string lib = app + "/lib";
-  MakeDirs(lib + "/.git/hooks");
-  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
-  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+  GitDir(lib + "/.git");
   auto guard = Start();
   // Both before the guard reads what happened: the change is seen where the folder went.
   WriteInPlace(lib + "/.git/config", "[core]\n\tfsmonitor = touch /nonexistent/pwned\n");
@@ -564,14 +563,10 @@ TEST_F(FolderGuardTest, ARepositoryMadeOfPartsThatArriveLateIsSeen) {
 TEST_F(FolderGuardTest, WhatChangedWhileTheSystemDroppedEventsIsSeen) {
   std::string app = Held("app");
   std::string lib = app + "/lib";
-  MakeDirs(lib + "/.git/hooks");
-  AtomicWrite(lib + "/.git/HEAD", "ref: refs/heads/main\n");
-  AtomicWrite(lib + "/.git/config", "[core]\n\tbare = false\n");
+  GitDir(lib + "/.git");
   std::string bare = app + "/origin.git";
-  MakeDirs(bare + "/objects");
-  MakeDirs(bare + "/refs");
+  Bare(bare);
   MakeDirs(bare + "/hooks");
-  AtomicWrite(bare + "/HEAD", "ref: refs/heads/main\n");
   MakeDirs(app + "/flood");
   auto guard = Start();
   // More events than the system keeps for a reader (two names in turn: the same event twice in a
