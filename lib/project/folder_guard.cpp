@@ -177,7 +177,7 @@ void FolderGuard::Unwatched(int dir_fd, const std::string& shown, const char* en
   if (::fstatat(dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
   if (pass == Pass::kFirst &&
-      (!first_known_ || first_known_->count(Cat("unwatched ", st.st_dev, " ", st.st_ino)))) {
+      (!first_known_ || first_known_->count(KnownLine(st.st_dev, st.st_ino)))) {
     unwatched_known_.insert(key);
     return;
   }
@@ -267,7 +267,7 @@ void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
   if (::fstatat(dir_fd, kind == Kind::kBare ? "." : ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   if (Same(at, dir_fd, kind)) return;  // guarded already
   Unguard(at);
-  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}, {}, {}};
+  repositories_[at] = Repository{kind, st.st_dev, st.st_ino, {}, {}};
   Repository& r = repositories_[at];
   if (S_ISREG(st.st_mode)) {
     WatchFile(at, dir_fd, ".git");
@@ -282,7 +282,15 @@ void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
     int g = git.ok() ? Watch(watched_.at(at).folder, at, ".git", git.get(), true, at) : -1;
     if (g >= 0) GuardGitDir(g, git.get(), at, 0, "", repositories_[at].print);
   }
-  r.known = Sha256Hex(Cat(static_cast<int>(kind), " ", r.dev, " ", r.ino, "\n", r.print));
+}
+
+// A repository's line in Known(); a folder of the user's the guard could not watch (its .git or
+// HEAD) is known by its inode alone.
+std::string FolderGuard::KnownLine(const Repository& r) {
+  return Sha256Hex(Cat(static_cast<int>(r.kind), " ", r.dev, " ", r.ino, "\n", r.print));
+}
+std::string FolderGuard::KnownLine(dev_t dev, ino_t ino) {
+  return Cat("unwatched ", dev, " ", ino);
 }
 
 // At the first walk, whether what stands in watched folder `at` (its .git; for kBare, the
@@ -291,7 +299,7 @@ void FolderGuard::Guard(int at, int dir_fd, Kind kind) {
 bool FolderGuard::Trusted(int at, int dir_fd, Kind kind) {
   Guard(at, dir_fd, kind);
   auto r = repositories_.find(at);
-  if (!first_known_ || (r != repositories_.end() && first_known_->count(r->second.known))) {
+  if (!first_known_ || (r != repositories_.end() && first_known_->count(KnownLine(r->second)))) {
     return true;
   }
   Unguard(at);
@@ -301,9 +309,9 @@ bool FolderGuard::Trusted(int at, int dir_fd, Kind kind) {
 std::set<std::string> FolderGuard::Known() const {
   std::set<std::string> known;
   for (const auto& [at, r] : repositories_) {
-    if (r.kind != Kind::kHeld) known.insert(r.known);
+    if (r.kind != Kind::kHeld) known.insert(KnownLine(r));
   }
-  for (const auto& [dev, ino] : unwatched_known_) known.insert(Cat("unwatched ", dev, " ", ino));
+  for (const auto& [dev, ino] : unwatched_known_) known.insert(KnownLine(dev, ino));
   return known;
 }
 

@@ -69,7 +69,6 @@ class FolderGuard {
     dev_t dev = 0;  // its .git; for kBare, the folder itself
     ino_t ino = 0;
     std::string print;         // what in it names programs, as it was (GuardGitDir)
-    std::string known;         // its line in Known()
     std::vector<int> watches;  // of its folders and files
   };
   // A watched folder, known by its parent's watch and its name there (kept right as folders are
@@ -101,6 +100,8 @@ class FolderGuard {
   void Unguard(int at);
   bool Same(int at, int dir_fd, Kind kind);
   bool Trusted(int at, int dir_fd, Kind kind);
+  static std::string KnownLine(const Repository& r);
+  static std::string KnownLine(dev_t dev, ino_t ino);
   bool NamesPrograms(const Watched& w, const platform::FolderEvent& e) const;
   void Changed(int owner, const std::string& what);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
