@@ -820,6 +820,19 @@ host_git_everything() {
   host_git_everything ho-sub "$t"
 }
 
+# users_repository PROJECT DIR: a repository of the user's with one commit at DIR (below
+# project PROJECT's folder), made on the host while the sandbox is stopped: while it runs, its
+# guard sets aside any repository that appears (the user's too), and one started again takes none
+# made meanwhile for the user's. The next session starts the sandbox.
+users_repository() {
+  local top="$SS_HOME/projects/$1"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+  mkdir -p "$top/$2"
+  chown -R --reference="$top" "$top/${2%%/*}"
+  as_owner git init -q "$top/$2"
+  as_owner git -C "$top/$2" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
+}
+
 # guarded DIR N: the .git of shared project folder DIR is ss's file again, and N things at least
 # were set aside there, within 2 s (the sandbox's guard on the host does it while the sandbox runs).
 guarded() {
@@ -928,23 +941,15 @@ guarded() {
   chmod 777 "$t"
   ss new ho-nest >/dev/null
   N="$SS_HOME/projects/ho-nest/vendor/lib"
-  # Made while the sandbox is stopped: while it runs, its guard sets aside any repository that
-  # appears (the user's too), and takes none made meanwhile for the user's when started again.
-  ss vm stop --sandbox "$SANDBOX" >/dev/null
-  mkdir -p "$N"
-  chown -R --reference="$SS_HOME/projects/ho-nest" "$SS_HOME/projects/ho-nest/vendor"
-  as_owner git init -q "$N"
-  as_owner git -C "$N" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
+  users_repository ho-nest vendor/lib
   run --separate-stderr ss ho-nest -- sh -c "$INSIDE_WAIT cd vendor/lib && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m two && sleep 0.5 && test -d .git &&
     git config core.fsmonitor 'touch $t/pwned-nest; false'; w 'test ! -e .git'"
   assert_success
   [[ "$stderr" == *"set aside a repository whose config changed while the sandbox ran: ~/super-sandbox/projects/ho-nest/vendor/lib/.git.refused-"* ]] || { echo "$stderr"; false; }
   as_owner git -C "$N" status >/dev/null
   # A submodule's settings, written from inside: the repository is set aside whole too.
-  ss vm stop --sandbox "$SANDBOX" >/dev/null
+  users_repository ho-nest vendor/lib
   rm -rf "$N/.git.refused-"*
-  as_owner git init -q "$N"
-  as_owner git -C "$N" -c user.name=h -c user.email=h@h commit -q --allow-empty -m one
   as_owner mkdir -p "$N/.git/modules/sub"
   as_owner git init -q --bare "$N/.git/modules/sub"
   run --separate-stderr ss ho-nest -- sh -c "$INSIDE_WAIT git config -f vendor/lib/.git/modules/sub/config core.pager 'touch $t/pwned-sub'; w 'test ! -e vendor/lib/.git'"
@@ -958,10 +963,7 @@ guarded() {
   chmod 777 "$t"
   ss new ho-again >/dev/null
   U="$SS_HOME/projects/ho-again/mine"
-  ss vm stop --sandbox "$SANDBOX" >/dev/null
-  mkdir -p "$U"
-  chown --reference="$SS_HOME/projects/ho-again" "$U"
-  as_owner git init -q "$U"
+  users_repository ho-again mine
   ss ho-again -- true
   # The guard gone (killed on the host): the sandbox makes a repository, and changes the user's.
   pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
