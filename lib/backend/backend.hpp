@@ -133,6 +133,9 @@ class Backend {
   virtual SandboxStatus Status(const std::string& name) = 0;
   // Where the sandbox's sshd listens, as reachable from this host.
   virtual SshTarget Ssh(const std::string& name) = 0;
+  // The file on this host that holds the machine's console (its boot messages), for a user
+  // whose sandbox runs but never answers; empty when the backend keeps none.
+  virtual std::string ConsoleLog(const std::string& /*name*/) const { return {}; }
 
   virtual void TakeSnapshot(const std::string& name, const std::string& snapshot) = 0;
   // True when a snapshot of the running machine holds only its disk, and the machine's own kernel

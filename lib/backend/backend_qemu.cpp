@@ -505,6 +505,10 @@ SshTarget QemuBackend::Ssh(const std::string& name) {
   return t;
 }
 
+std::string QemuBackend::ConsoleLog(const std::string& name) const {
+  return QemuPaths(MachineDir(name)).console_log;
+}
+
 void QemuBackend::RequireStopped(const std::string& name, std::string_view what) {
   SandboxState state = State(name);
   if (state == SandboxState::kNotExists) {

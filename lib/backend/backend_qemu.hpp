@@ -26,6 +26,7 @@ class QemuBackend : public Backend {
   void Delete(const std::string& name) override;
   SandboxStatus Status(const std::string& name) override;
   SshTarget Ssh(const std::string& name) override;
+  std::string ConsoleLog(const std::string& name) const override;
   void TakeSnapshot(const std::string& name, const std::string& snapshot) override;
   void RestoreSnapshot(const std::string& name, const std::string& snapshot) override;
   void DeleteSnapshot(const std::string& name, const std::string& snapshot) override;

@@ -23,6 +23,7 @@
 #include "session_share.hpp"
 #include "share_guard.hpp"
 #include "shares.hpp"
+#include "shell_quote.hpp"
 #include "ssh_keys.hpp"
 #include "strings.hpp"
 #include "suggest.hpp"
@@ -47,11 +48,13 @@ Error VmFailedToStart(const std::string& backend, const std::string& why,
   return Error(kExitUnavailable, "VM failed to start", details).AsBlock();
 }
 
-Error CouldNotConnect(const std::string& why) {
+Error CouldNotConnect(const std::string& why, const std::string& console_log) {
   std::vector<std::string> details = {"", "The VM is running but SSH is not responding."};
   if (!why.empty()) details.push_back(Cat("(", why, ")"));
   details.insert(details.end(), {"", "Try:", "  ss reset          # Reset VM",
                                  "  ss status         # Check VM status"});
+  if (!console_log.empty())
+    details.push_back(Cat("  less ", ShellQuote(console_log), "   # Where its boot stopped"));
   return Error(kExitUnavailable, "Could not connect to VM", details).AsBlock();
 }
 
@@ -516,7 +519,8 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
       }
     }
     if (Clock::now() >= deadline) {
-      if (state == SandboxState::kRunning) throw CouldNotConnect(last_error);
+      if (state == SandboxState::kRunning)
+        throw CouldNotConnect(last_error, backend_->ConsoleLog(name_));
       throw VmFailedToStart(backend_name_,
                             Cat("still ", StateName(state), " after ", timeout.count(), "s"));
     }

@@ -183,6 +183,6 @@ class Sandbox {
 // `why_details`: the lines that came with `why` (a tool's last words), after it.
 Error VmFailedToStart(const std::string& backend, const std::string& why,
                       const std::vector<std::string>& why_details = {});
-Error CouldNotConnect(const std::string& why);
+Error CouldNotConnect(const std::string& why, const std::string& console_log = {});
 
 }  // namespace ss

@@ -49,6 +49,21 @@ setup() {
   e2e_env
 }
 
+# A VM that runs but never answers: what its console, QEMU and its supervisor said, once per
+# file, for the log of the run.
+teardown() {
+  [ -z "${BATS_TEST_COMPLETED:-}" ] || return 0
+  [ "$SS_E2E_BACKEND" = qemu ] && [ ! -e "$BATS_FILE_TMPDIR/logs-shown" ] || return 0
+  local dir="$SS_HOME/.ss/qemu/$SANDBOX" log
+  [ -d "$dir" ] || return 0
+  touch "$BATS_FILE_TMPDIR/logs-shown"
+  for log in console.log qemu.log supervisor.log virtiofsd.log; do
+    [ -f "$dir/$log" ] || continue
+    echo "# the last lines of $SANDBOX's $log:"
+    tail -n 40 "$dir/$log" | cat -v
+  done
+}
+
 @test "start creates the sandbox from the image and waits until it is ready" {
   mkdir "$BATS_TEST_TMPDIR/tmp"
   TMPDIR="$BATS_TEST_TMPDIR/tmp" run --separate-stderr ss vm start --sandbox "$SANDBOX" \

@@ -265,6 +265,20 @@ TEST_F(SandboxTest, ResetKeepsTheOldSandboxWhenItsDeployFolderIsGone) {
   EXPECT_EQ(last_->machines.count("box"), 1u);
 }
 
+TEST(CouldNotConnect, PointsAtTheConsoleWhenTheBackendKeepsOne) {
+  // The spec's block as it is; a VM's console comes last among the things to try, quoted.
+  Error plain = CouldNotConnect("no sshd answered on 127.0.0.1:40000");
+  EXPECT_EQ(plain.details(),
+            (std::vector<std::string>{"", "The VM is running but SSH is not responding.",
+                                      "(no sshd answered on 127.0.0.1:40000)", "", "Try:",
+                                      "  ss reset          # Reset VM",
+                                      "  ss status         # Check VM status"}));
+  Error vm = CouldNotConnect("", "/home/a b/.ss/qemu/dev/console.log");
+  EXPECT_EQ(vm.details().back(),
+            "  less '/home/a b/.ss/qemu/dev/console.log'   # Where its boot stopped");
+  EXPECT_EQ(vm.code(), kExitUnavailable);
+}
+
 TEST(FakeBackend, Lifecycle) {
   FakeBackend b;
   Progress p("test");
