@@ -18,6 +18,7 @@
 
 #include "error.hpp"
 #include "fd.hpp"
+#include "fs_at.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -139,47 +140,6 @@ void MakeDirs(const std::string& path, mode_t mode) {
   if (!IsDirectory(path)) IoError("create directory", path, ENOTDIR);
 }
 
-namespace {
-
-// Removes `path` (lstat'ed as `st`), never leaving the filesystem `dev`: a mount point inside
-// the tree (a bind mount left by a crashed build, say) stops the removal instead of emptying
-// whatever is mounted there.
-void RemoveTreeOn(const std::string& path, const struct stat& st, dev_t dev) {
-  if (!S_ISDIR(st.st_mode)) {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) IoError("remove", path, errno);
-    return;
-  }
-  if (st.st_dev != dev) {
-    throw Error(kExitIoErr,
-                Cat("refusing to remove '", path, "': another filesystem is mounted there"), {},
-                {Cat("unmount it first: umount ", path)});
-  }
-  DIR* d = ::opendir(path.c_str());
-  if (d == nullptr) {
-    // An unreadable directory may still be removable when empty.
-    if (::rmdir(path.c_str()) == 0) return;
-    IoError("remove", path, errno);
-  }
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(d);
-  for (const auto& name : names) {
-    std::string child = Cat(path, "/", name);
-    struct stat cst;
-    if (::lstat(child.c_str(), &cst) != 0) {
-      if (errno == ENOENT) continue;
-      IoError("remove", child, errno);
-    }
-    RemoveTreeOn(child, cst, dev);
-  }
-  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) IoError("remove", path, errno);
-}
-
-}  // namespace
-
 std::vector<std::string> ListDir(const std::string& dir) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
@@ -193,12 +153,21 @@ std::vector<std::string> ListDir(const std::string& dir) {
 }
 
 void RemoveTree(const std::string& path) {
+  std::string tree = path;
+  while (tree.size() > 1 && tree.back() == '/') tree.pop_back();
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
+  if (::lstat(tree.c_str(), &st) != 0) {
     if (errno == ENOENT) return;
-    IoError("remove", path, errno);
+    IoError("remove", tree, errno);
   }
-  RemoveTreeOn(path, st, st.st_dev);
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(tree.c_str()) != 0 && errno != ENOENT) IoError("remove", tree, errno);
+    return;
+  }
+  std::string parent = Dirname(tree);
+  Fd at(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!at.ok()) IoError("remove", tree, errno);
+  RemoveDirAt(at.get(), Basename(tree), parent);
 }
 
 namespace {

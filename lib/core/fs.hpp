@@ -37,7 +37,7 @@ void AtomicWrite(const std::string& path, std::string_view data, mode_t mode = 0
 // mkdir -p; new directories get `mode`.
 void MakeDirs(const std::string& path, mode_t mode = 0755);
 // Removes a tree without following symlinks (a symlink is removed, never its target) and without
-// crossing into another filesystem mounted inside it.
+// crossing into another filesystem mounted inside it, whatever its depth (RemoveDirAt).
 void RemoveTree(const std::string& path);
 
 // chown -R without following symbolic links (a link itself is given to uid:gid).

@@ -46,40 +46,154 @@ std::vector<std::pair<std::string, unsigned char>> ReadDirAt(int fd) {
   return out;
 }
 
+namespace {
+
+// How many folders of one removal are open at once. Below that depth the folders above are
+// closed, and opened again through ".." on the way back up.
+constexpr size_t kOpenLevels = 64;
+
+// A folder of a removal in progress, from the top down.
+struct RemovalLevel {
+  std::string name;  // in the folder above
+  dev_t dev = 0;
+  ino_t ino = 0;
+  Fd fd;                             // closed while it is more than kOpenLevels above the bottom
+  std::vector<std::string> folders;  // its folders still to remove
+  bool listed = false;
+  int rounds = 0;  // times it was listed: something may write into it meanwhile
+};
+
+// The removal's path for a message: `shown`, then every folder down to `leaf` while there are
+// few, else the first two and the last two with a count between.
+std::string RemovalPath(const std::string& shown, const std::vector<RemovalLevel>& levels,
+                        const std::string& leaf = {}) {
+  std::vector<std::string_view> names;
+  for (const auto& l : levels) names.emplace_back(l.name);
+  if (!leaf.empty()) names.emplace_back(leaf);
+  std::string out = shown;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names.size() > 6 && i == 2) {
+      out += Cat("/…", names.size() - 4, " more folders…");
+      i = names.size() - 3;
+      continue;
+    }
+    out += Cat("/", names[i]);
+  }
+  return out;
+}
+
+class TreeRemoval {
+ public:
+  TreeRemoval(int parent_fd, const std::string& shown) : parent_fd_(parent_fd), shown_(shown) {}
+
+  void Run(const std::string& name) {
+    if (!Enter(parent_fd_, name)) return;
+    while (!levels_.empty()) {
+      RemovalLevel& top = levels_.back();
+      if (!top.listed) List(top);
+      if (!top.folders.empty()) {
+        std::string child = std::move(top.folders.back());
+        top.folders.pop_back();
+        Enter(top.fd.get(), child);
+        continue;
+      }
+      if (::unlinkat(Above(), top.name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) {
+        levels_.pop_back();
+        continue;
+      }
+      // Something wrote into it meanwhile: go round again.
+      if ((errno == ENOTEMPTY || errno == EEXIST) && top.rounds < 20) {
+        top.listed = false;
+        continue;
+      }
+      Fail(errno);
+    }
+  }
+
+ private:
+  // Opens `name` in `at` as the next level down; false when it is not a folder (then it is
+  // removed as it is: a link or a file put in its place) or is gone.
+  bool Enter(int at, const std::string& name) {
+    Fd fd(OpenDirAt(at, name));
+    if (!fd.ok()) {
+      int err = errno;
+      if (err == ENOENT) return false;
+      if (err == ENOTDIR || err == ELOOP) {
+        if (::unlinkat(at, name.c_str(), 0) == 0 || errno == ENOENT) return false;
+        err = errno;
+      } else if (err == EACCES) {
+        // An unreadable folder may still be removable when empty.
+        if (::unlinkat(at, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return false;
+      }
+      PathError("remove", RemovalPath(shown_, levels_, name), err);
+    }
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) PathError("remove", RemovalPath(shown_, levels_, name), errno);
+    if (!levels_.empty() && st.st_dev != levels_.front().dev) {
+      std::string path = DisplayPath(RemovalPath(shown_, levels_, name));
+      throw Error(kExitIoErr,
+                  Cat("refusing to remove '", path, "': another filesystem is mounted there"), {},
+                  {Cat("unmount it first: umount ", path)});
+    }
+    levels_.push_back({name, st.st_dev, st.st_ino, std::move(fd), {}, false, 0});
+    if (levels_.size() > kOpenLevels) levels_[levels_.size() - kOpenLevels - 1].fd.Close();
+    return true;
+  }
+
+  // Removes the bottom folder's files, and notes its folders to descend into.
+  void List(RemovalLevel& level) {
+    for (auto& [child, type] : ReadDirAt(level.fd.get())) {
+      if (type == DT_DIR) {
+        level.folders.push_back(std::move(child));
+      } else if (::unlinkat(level.fd.get(), child.c_str(), 0) != 0 && errno != ENOENT) {
+        // A folder that the listing did not call one (EISDIR), or a file that will not go.
+        if (errno != EISDIR && errno != EPERM) {
+          PathError("remove", RemovalPath(shown_, levels_, child), errno);
+        }
+        level.folders.push_back(std::move(child));
+      }
+    }
+    level.listed = true;
+    ++level.rounds;
+  }
+
+  // The folder holding the bottom one, opened again through ".." when it was closed: it must be
+  // the folder it was (a tree moved meanwhile stops the removal instead of leading elsewhere).
+  int Above() {
+    if (levels_.size() == 1) return parent_fd_;
+    RemovalLevel& above = levels_[levels_.size() - 2];
+    if (above.fd.ok()) return above.fd.get();
+    Fd fd(::openat(levels_.back().fd.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    struct stat st;
+    if (!fd.ok() || ::fstat(fd.get(), &st) != 0) Fail(errno);
+    if (st.st_dev != above.dev || st.st_ino != above.ino) {
+      throw Error(kExitIoErr, Cat("cannot remove '", DisplayPath(RemovalPath(shown_, levels_)),
+                                  "': it was moved while it was being removed"));
+    }
+    above.fd = std::move(fd);
+    return above.fd.get();
+  }
+
+  [[noreturn]] void Fail(int err) { PathError("remove", RemovalPath(shown_, levels_), err); }
+
+  int parent_fd_;
+  const std::string& shown_;
+  std::vector<RemovalLevel> levels_;
+};
+
+}  // namespace
+
 void RemoveEntryAt(int parent_fd, const std::string& name, unsigned char type,
                    const std::string& shown) {
-  if (type == DT_DIR) {
-    RemoveDirAt(parent_fd, name, shown);
-    return;
+  if (type != DT_DIR) {
+    if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
+    if (errno != EISDIR && errno != EPERM) PathError("remove", Cat(shown, "/", name), errno);
   }
-  if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
-  if (errno == EISDIR || errno == EPERM) {
-    RemoveDirAt(parent_fd, name, shown);
-    return;
-  }
-  PathError("remove", Cat(shown, "/", name), errno);
+  RemoveDirAt(parent_fd, name, shown);
 }
 
 void RemoveDirAt(int parent_fd, const std::string& name, const std::string& shown) {
-  std::string path = Cat(shown, "/", name);
-  for (int attempt = 0;; ++attempt) {
-    Fd fd(OpenDirAt(parent_fd, name));
-    if (!fd.ok()) {
-      if (errno == ENOENT) return;
-      if (errno == ENOTDIR || errno == ELOOP) {
-        if (::unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
-      }
-      PathError("remove", path, errno);
-    }
-    for (const auto& [child, type] : ReadDirAt(fd.get())) {
-      RemoveEntryAt(fd.get(), child, type, path);
-    }
-    fd.Close();
-    if (::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return;
-    // Something wrote into it meanwhile: go round again.
-    if ((errno == ENOTEMPTY || errno == EEXIST) && attempt < 20) continue;
-    PathError("remove", path, errno);
-  }
+  TreeRemoval(parent_fd, shown).Run(name);
 }
 
 bool SameFile(const struct stat& a, const struct stat& b) {

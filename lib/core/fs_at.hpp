@@ -21,9 +21,10 @@ namespace ss {
 int OpenDirAt(int dir_fd, const std::string& name);
 // The names in a folder (without "." and ".."), with their d_type.
 std::vector<std::pair<std::string, unsigned char>> ReadDirAt(int fd);
-// Removes `name` in `parent_fd`, whatever it is, never following a symbolic link. Tolerates
-// entries that disappear meanwhile (two cleaners, or a killed creator's orphans). `shown` is the
-// parent's path for messages.
+// Removes `name` in `parent_fd`, whatever it is, never following a symbolic link and never
+// entering another filesystem mounted below it. Tolerates entries that disappear meanwhile (two
+// cleaners, or a killed creator's orphans). Any depth: a few folders open at once, memory by the
+// folders still to remove, not by their paths' length. `shown` is the parent's path for messages.
 void RemoveEntryAt(int parent_fd, const std::string& name, unsigned char type,
                    const std::string& shown);
 void RemoveDirAt(int parent_fd, const std::string& name, const std::string& shown);

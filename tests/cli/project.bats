@@ -663,6 +663,27 @@ hint: ss does not follow or remove it; move it away yourself"
   assert_equal "$(cat "$outside/keep/file")" "precious"
 }
 
+@test "delete: a project holding a tree deeper than any path, with the usual open-files limit" {
+  # What a sandbox can make in a shared project: 5,000 folders of 200-byte names, a path of 1 MB
+  # (PATH_MAX is 4 KB), more levels than the 1,024 files a process may usually open.
+  ss new deep >/dev/null
+  python3 - "$P/deep" <<'PY'
+import os, sys
+at = os.open(sys.argv[1], os.O_RDONLY)
+for _ in range(5000):
+    os.mkdir("d" * 200, dir_fd=at)
+    below = os.open("d" * 200, os.O_RDONLY, dir_fd=at)
+    os.close(at)
+    at = below
+open(f"/proc/self/fd/{at}/last", "w").close()
+PY
+  run --separate-stderr bash -c 'ulimit -n 1024 && ss delete deep --yes'
+  assert_success
+  assert_output "Deleted: deep"
+  assert_equal "$stderr" ""
+  assert_equal "$(ls -A "$P")" ""
+}
+
 @test "delete: usage errors" {
   run --separate-stderr ss delete
   assert_equal "$status" 64

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "error.hpp"
+#include "fd.hpp"
 #include "fs.hpp"
 #include "platform.hpp"
 #include "process.hpp"
@@ -143,6 +145,41 @@ TEST(Fs, RemoveTreeNeverFollowsSymlinks) {
   RemoveTree(dir.path() + "/a");
   EXPECT_FALSE(PathExists(dir.path() + "/a"));
   EXPECT_EQ(ReadFile(outside.path() + "/keep"), "x");
+}
+
+TEST(Fs, RemoveTreeTakesTreesDeeperThanAPathAndTheOpenFilesLimit) {
+  // 3,000 folders of 100-byte names: a path of 300 KB (PATH_MAX is 4 KB), removed with 128 files
+  // open at most. The removal opens only a few folders at once.
+  TempDir dir;
+  MakeDirs(dir.path() + "/top");
+  {
+    Fd at(::open((dir.path() + "/top").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::string name(100, 'd');
+    for (int i = 0; i < 3000; ++i) {
+      ASSERT_EQ(::mkdirat(at.get(), name.c_str(), 0755), 0);
+      if (i % 500 == 0) {
+        Fd file(::openat(at.get(), "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+        ASSERT_TRUE(file.ok());
+      }
+      at = Fd(::openat(at.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      ASSERT_TRUE(at.ok());
+    }
+  }
+  struct rlimit was;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &was), 0);
+  struct rlimit low = was;
+  low.rlim_cur = 128;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  bool removed = true;
+  try {
+    RemoveTree(dir.path() + "/top/");  // a trailing slash names the same folder
+  } catch (const Error& e) {
+    removed = false;
+    ADD_FAILURE() << e.what();
+  }
+  ::setrlimit(RLIMIT_NOFILE, &was);
+  EXPECT_TRUE(removed);
+  EXPECT_FALSE(PathExists(dir.path() + "/top"));
 }
 
 TEST(Fs, LocksExclude) {
