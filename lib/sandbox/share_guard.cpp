@@ -45,7 +45,11 @@ int RunningPid(const std::string& sandbox) {
 void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
                       const std::vector<std::string>& folders, bool starting) {
   if (RunningPid(sandbox)) return;
-  if (starting) ::unlink(KnownFile(sandbox).c_str());
+  // A guard that was not stopped by ss (its pid is still recorded) ended while the sandbox ran:
+  // its record of the user's repositories stays, and what the sandbox made meanwhile is set
+  // aside by the next.
+  bool ended = PathExists(GuardPidFile(sandbox));
+  if (starting && !ended) ::unlink(KnownFile(sandbox).c_str());
   // A system that cannot watch folders (macOS, for now): they are looked at around sessions only,
   // as ss-project(1) says, without a guard that would fail at every session.
   {
@@ -67,16 +71,30 @@ void EnsureShareGuard(const std::string& sandbox, const std::string& projects,
   size_t from = ShareGuardLogSize(sandbox);
   pid_t pid = Spawn(argv, GuardLog(sandbox), o);
   AtomicWrite(GuardPidFile(sandbox), Cat(pid, "\n"), 0600);
-  // Ready once its first line is written (every folder watched); a big tree takes a moment, and
-  // past 10 s it goes on watching them behind the session.
+  // Ready once its first line is written (every folder watched). Before the sandbox starts it
+  // is waited for however long that takes: what it finds then is taken for the user's, so the
+  // sandbox must not run before it has looked everywhere. Started again beside a running
+  // sandbox (which it then compares with the record), past 10 s it goes on behind the session.
   for (int i = 0;; ++i) {
     if (ShareGuardLogSize(sandbox) > from) {
       std::string said = ReadFileIfExists(GuardLog(sandbox)).value_or("").substr(from);
-      if (said.find('\n') != std::string::npos) return;
+      if (said.find('\n') != std::string::npos) {
+        if (ended) {
+          Warn(Cat("the guard of the folders sandbox '", sandbox,
+                   "' shares had stopped while it ran; started again, it sets aside what "
+                   "appeared there meanwhile (",
+                   DisplayPath(GuardLog(sandbox)), ")"));
+        }
+        return;
+      }
     }
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
-    if (i == 400) return;
+    if (i == 400) {
+      if (!starting) return;
+      Note(Cat("Reading the folders sandbox '", sandbox,
+               "' shares before it starts (many folders: this takes a while)..."));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   std::vector<std::string> said = ShareGuardSaid(sandbox, from);
@@ -90,13 +108,14 @@ bool ShareGuardRunning(const std::string& sandbox) { return RunningPid(sandbox) 
 
 void StopShareGuard(const std::string& sandbox) {
   int pid = RunningPid(sandbox);
-  ::unlink(GuardPidFile(sandbox).c_str());
   if (pid) {
     ::kill(pid, SIGTERM);
     if (!WaitProcessGone(pid, std::chrono::seconds(5))) ::kill(pid, SIGKILL);
+    // It watched until the sandbox stopped: the next guard starts with it, afresh. One that had
+    // ended before leaves its record and its pid file (EnsureShareGuard).
+    ::unlink(KnownFile(sandbox).c_str());
+    ::unlink(GuardPidFile(sandbox).c_str());
   }
-  // Stopped with the sandbox: the next guard starts with it.
-  ::unlink(KnownFile(sandbox).c_str());
 }
 
 std::optional<std::set<std::string>> ShareGuardKnown(const std::string& sandbox) {

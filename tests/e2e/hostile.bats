@@ -958,7 +958,7 @@ guarded() {
   [ -z "$(ls "$t" | grep pwned)" ]
 }
 
-@test "a guard started again while the sandbox ran takes no repository made meanwhile for the user's; those there when the sandbox started stay" {
+@test "a guard started again while the sandbox ran, or with it after the guard had ended, takes no repository made meanwhile for the user's; those there when the sandbox started stay" {
   t="$BATS_TEST_TMPDIR"
   chmod 777 "$t"
   ss new ho-again >/dev/null
@@ -971,6 +971,7 @@ guarded() {
   run --separate-stderr ss ho-again -- true
   assert_success
   pgrep -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  [[ "$stderr" == *"the guard of the folders sandbox '$SANDBOX' shares had stopped while it ran; started again, it sets aside what appeared there meanwhile"* ]] || { echo "$stderr"; false; }
   [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/made/.git.refused-"* ]] || { echo "$stderr"; false; }
   [ ! -e "$SS_HOME/projects/ho-again/made/.git" ]
   [ -d "$U/.git" ]
@@ -981,6 +982,16 @@ guarded() {
   assert_success
   [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/mine/.git.refused-"* ]] || { echo "$stderr"; false; }
   [ ! -e "$U/.git" ]
+  # The guard gone, then the sandbox stopped and started: the guard that starts with it still
+  # compares with the record, so what was made while nothing watched is not taken for the user's.
+  pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  in_sandbox "cd ~/projects/ho-again && mkdir late && git init -q late && git -C late config core.fsmonitor 'touch $t/pwned-again; false'"
+  ss vm stop --sandbox "$SANDBOX" >/dev/null
+  run --separate-stderr ss ho-again -- true
+  assert_success
+  [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/late/.git.refused-"* ]] || { echo "$stderr"; false; }
+  [ ! -e "$SS_HOME/projects/ho-again/late/.git" ]
+  as_owner git -C "$SS_HOME/projects/ho-again/late" status >/dev/null 2>&1 || true
   [ -z "$(ls "$t" | grep pwned)" ]
 }
 
