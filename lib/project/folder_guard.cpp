@@ -33,6 +33,23 @@ constexpr int kFullRescanSeconds = 10;
 constexpr size_t kOpenLevels = 64;
 // A path longer than this many folders is shown by its first and last ones.
 constexpr size_t kShownFolders = 16;
+// How many of the folders walked last are kept open (FolderGuard::recent_).
+constexpr size_t kRecentFolders = 16;
+
+// `base`/`names`…, the middle left out when there are more than kShownFolders names.
+std::string ShownPath(const std::string& base, const std::vector<std::string_view>& names) {
+  std::string out = base;
+  size_t half = kShownFolders / 2;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names.size() > kShownFolders && i == half) {
+      out += Cat("/…", names.size() - 2 * half, " more folders…");
+      i = names.size() - half - 1;
+      continue;
+    }
+    if (!names[i].empty()) out += Cat("/", names[i]);
+  }
+  return out;
+}
 
 // What in a repository's folder names programs the host's git runs: its settings, a common
 // directory they may come from, its hooks (facts: git's settings that run a program), and the
@@ -93,17 +110,27 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
   struct Level {
     int wd;  // -1: a folder the guard could not watch (its watches ran out), looked at as walked
     Fd fd;
-    std::string shown;
+    std::string name;     // in the level above (the walk's first: `name`)
     std::string project;  // a project's name, at a project's top
     std::vector<std::pair<std::string, unsigned char>> entries;
     size_t next = 0;
   };
   std::vector<Level> levels;
-  auto enter = [&](int in, const std::string& as, std::string shown, Fd fd) {
+  // A folder's path for a message, made only when one is said: a walk keeps one name per level.
+  std::optional<std::string> base;
+  auto shown = [&](const std::string& leaf = {}) {
+    if (!base) base = parent == -1 ? DisplayPath(folders_[folder].path) : Shown(parent);
+    std::vector<std::string_view> names;
+    for (const auto& l : levels) names.emplace_back(l.name);
+    if (!leaf.empty()) names.emplace_back(leaf);
+    return ShownPath(*base, names);
+  };
+  auto enter = [&](int in, const std::string& as, Fd fd) {
     int wd = Watch(folder, in, as, fd.get(), false, -1);
     if (wd < 0 && !full_) return;  // gone meanwhile
     std::string project;
     if (wd >= 0) {
+      Recent(wd, fd.get());
       if (pass == Pass::kLater) {
         CheckBare(wd, fd.get());
       } else if (!as.starts_with(".git.refused-") && LooksLikeRepository(fd.get()) &&
@@ -111,21 +138,19 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
         CheckBare(wd, fd.get());
       }
     } else {
-      if (LooksLikeRepository(fd.get())) Unwatched(fd.get(), shown, "HEAD", pass);
+      if (LooksLikeRepository(fd.get())) Unwatched(fd.get(), shown(as), "HEAD", pass);
       bool top_in = in >= 0 ? watched_.at(in).parent == -1 : levels.size() == 1 && parent == -1;
       if (folders_[folder].projects && top_in) project = as;
     }
     auto entries = ReadDirAt(fd.get());
-    levels.push_back(
-        Level{wd, std::move(fd), std::move(shown), std::move(project), std::move(entries)});
+    levels.push_back(Level{wd, std::move(fd), as, std::move(project), std::move(entries)});
     if (levels.size() > kOpenLevels) {
       Level& far = levels[levels.size() - 1 - kOpenLevels];
       if (far.wd >= 0) far.fd = Fd();
     }
   };
   bool said_no_descriptors = false;
-  enter(parent, name, parent == -1 ? DisplayPath(folders_[folder].path) : Shown(parent, name),
-        std::move(dir));
+  enter(parent, name, std::move(dir));
   while (!levels.empty()) {
     Level& at = levels.back();
     if (at.next == at.entries.size()) {
@@ -148,25 +173,24 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
       } else if (!at.project.empty()) {
         if (IsHeld(at.project)) Hold(folder, at.project);
       } else {
-        Unwatched(at.fd.get(), at.shown, ".git", pass);
+        Unwatched(at.fd.get(), shown(), ".git", pass);
       }
       continue;
     }
     if (type != DT_DIR && type != DT_UNKNOWN) continue;
     // A bare repository's hooks, submodules and worktrees are guarded as a .git's are.
     if (at.wd >= 0 && watched_.at(at.wd).owner == at.wd && RunsPrograms(entry)) continue;
-    std::string shown = Cat(at.shown, "/", entry);
-    Fd sub(OpenToWatch(at.fd.get(), entry, shown));
+    Fd sub(OpenToWatch(at.fd.get(), entry, [&] { return shown(entry); }));
     if (!sub.ok()) {
       // Not a folder (a link), or gone; or this process holds all the descriptors it may
       // (folders the guard could not watch are kept open while walked).
       if ((errno == EMFILE || errno == ENFILE) && !std::exchange(said_no_descriptors, true)) {
-        say_(Cat("cannot watch ", shown, " and what is below it: ", std::strerror(errno),
+        say_(Cat("cannot watch ", shown(entry), " and what is below it: ", std::strerror(errno),
                  "; do not run git there"));
       }
       continue;
     }
-    enter(at.wd, entry, std::move(shown), std::move(sub));
+    enter(at.wd, entry, std::move(sub));
   }
 }
 
@@ -430,14 +454,9 @@ std::optional<std::string> FolderGuard::Rel(int wd) const {
 
 std::string FolderGuard::Shown(int wd) const {
   const Watched& w = watched_.at(wd);
-  std::string rel = Rel(wd).value_or("?");
-  if (auto parts = Split(rel, '/'); parts.size() > kShownFolders) {
-    size_t half = kShownFolders / 2;
-    rel = Cat(Join({parts.begin(), parts.begin() + half}, "/"), "/…", parts.size() - 2 * half,
-              " more folders…/", Join({parts.end() - half, parts.end()}, "/"));
-  }
-  return DisplayPath(rel.empty() ? folders_[w.folder].path
-                                 : Cat(folders_[w.folder].path, "/", rel));
+  std::optional<std::string> rel = Rel(wd);
+  std::vector<std::string> parts = rel ? Split(*rel, '/') : std::vector<std::string>{"?"};
+  return ShownPath(DisplayPath(folders_[w.folder].path), {parts.begin(), parts.end()});
 }
 
 std::string FolderGuard::Shown(int in, const std::string& name) const {
@@ -452,6 +471,15 @@ bool FolderGuard::ProjectTop(int wd) const {
 
 // The watched folder by its path, never through a link, and only if it is still that folder.
 Fd FolderGuard::Open(int wd) const {
+  auto w_it = watched_.find(wd);
+  if (w_it == watched_.end() || w_it->second.parent == -2) return Fd();
+  for (const auto& [at, fd] : recent_) {
+    struct stat st;
+    if (at == wd && ::fstat(fd.get(), &st) == 0 && st.st_nlink > 0 &&
+        st.st_dev == w_it->second.dev && st.st_ino == w_it->second.ino) {
+      return Fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    }
+  }
   auto rel = Rel(wd);
   if (!rel) return Fd();
   const Watched& w = watched_.at(wd);
@@ -474,18 +502,32 @@ Fd FolderGuard::Open(int wd) const {
 // Folder `name` of `dir_fd`, open to be read and watched. One the guard cannot read (the
 // sandbox took the permission away; the host's git needs only to search it) is made readable
 // for its owner first, and said.
-Fd FolderGuard::OpenToWatch(int dir_fd, const std::string& name, const std::string& shown) {
+void FolderGuard::Recent(int wd, int fd) const {
+  for (auto it = recent_.begin(); it != recent_.end(); ++it) {
+    if (it->first == wd) {
+      recent_.erase(it);
+      break;
+    }
+  }
+  Fd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy.ok()) return;
+  recent_.emplace_front(wd, std::move(copy));
+  if (recent_.size() > kRecentFolders) recent_.pop_back();
+}
+
+Fd FolderGuard::OpenToWatch(int dir_fd, const std::string& name,
+                            const std::function<std::string()>& shown) {
   Fd fd(OpenDirAt(dir_fd, name));
   if (fd.ok() || errno != EACCES) return fd;
   Fd path(platform::OpenToLook(dir_fd, name.c_str(), true));
   if (!path.ok()) return Fd();
   // Through the descriptor: the name may lead elsewhere by now.
   if (platform::AddModeBits(path.get(), S_IRUSR | S_IXUSR) != 0) {
-    say_(Cat("cannot watch ", shown, ": ", std::strerror(EACCES),
+    say_(Cat("cannot watch ", shown(), ": ", std::strerror(EACCES),
              " (and its mode cannot be changed: ", std::strerror(errno), ")"));
     return Fd();
   }
-  say_(Cat("made ", shown, " readable for you to watch it (the sandbox took that away)"));
+  say_(Cat("made ", shown(), " readable for you to watch it (the sandbox took that away)"));
   return Fd(::openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 
@@ -642,6 +684,11 @@ void FolderGuard::Rescan() {
 }
 
 bool FolderGuard::Step(int timeout_ms) {
+  // A removed folder's watch ends only once nothing holds it open.
+  std::erase_if(recent_, [](const auto& r) {
+    struct stat st;
+    return ::fstat(r.second.get(), &st) != 0 || st.st_nlink == 0;
+  });
   // Out of watches: every folder is walked again now and then (and watched, if it can be now).
   if (full_) {
     auto now = std::chrono::steady_clock::now();
@@ -715,7 +762,9 @@ bool FolderGuard::Step(int timeout_ms) {
         Reparent(moved, e.watch, e.name);
         moved_out.erase(from);
         if (Fd sub = Open(moved); sub.ok()) CheckBare(moved, sub.get());
-      } else if (Fd sub(dir.ok() ? OpenToWatch(dir.get(), e.name, Shown(e.watch, e.name)) : Fd());
+      } else if (Fd sub(dir.ok()
+                            ? OpenToWatch(dir.get(), e.name, [&] { return Shown(e.watch, e.name); })
+                            : Fd());
                  sub.ok()) {
         // Made, moved in, or one the guard could not read until its mode changed.
         Walk(it->second.folder, e.watch, e.name, std::move(sub), Pass::kLater);

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -111,7 +112,9 @@ class FolderGuard {
   std::string Shown(int in, const std::string& name) const;  // entry `name` of watched `in`
   bool ProjectTop(int wd) const;
   Fd Open(int wd) const;
-  Fd OpenToWatch(int dir_fd, const std::string& name, const std::string& shown);
+  // `shown` makes the folder's path for a message, only when one is said.
+  Fd OpenToWatch(int dir_fd, const std::string& name, const std::function<std::string()>& shown);
+  void Recent(int wd, int fd) const;
   void Unwatched(int dir_fd, const std::string& shown, const char* entry, Pass pass);
   void Hold(size_t folder, const std::string& name);
   void Rescan();
@@ -130,6 +133,9 @@ class FolderGuard {
   std::set<std::pair<dev_t, ino_t>> unwatched_known_;  // the user's, in folders not watched
   std::optional<std::set<std::string>> first_known_;   // what the guard's first run knew
   std::chrono::steady_clock::time_point last_rescan_;
+  // The folders walked last, open, by watch: a folder made in one made just before (a tree made
+  // level by level) is found without opening every folder above it again (Open).
+  mutable std::deque<std::pair<int, Fd>> recent_;
 };
 
 }  // namespace ss
