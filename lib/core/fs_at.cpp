@@ -63,23 +63,13 @@ struct RemovalLevel {
   int rounds = 0;  // times it was listed: something may write into it meanwhile
 };
 
-// The removal's path for a message: `shown`, then every folder down to `leaf` while there are
-// few, else the first two and the last two with a count between.
+// The removal's path for a message, down to `leaf`.
 std::string RemovalPath(const std::string& shown, const std::vector<RemovalLevel>& levels,
                         const std::string& leaf = {}) {
   std::vector<std::string_view> names;
   for (const auto& l : levels) names.emplace_back(l.name);
   if (!leaf.empty()) names.emplace_back(leaf);
-  std::string out = shown;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names.size() > 6 && i == 2) {
-      out += Cat("/…", names.size() - 4, " more folders…");
-      i = names.size() - 3;
-      continue;
-    }
-    out += Cat("/", names[i]);
-  }
-  return out;
+  return ElidedPath(shown, names, 6);
 }
 
 class TreeRemoval {
@@ -182,6 +172,21 @@ class TreeRemoval {
 };
 
 }  // namespace
+
+std::string ElidedPath(const std::string& base, const std::vector<std::string_view>& names,
+                       size_t most) {
+  std::string out = base;
+  size_t half = most / 2;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names.size() > most && i == half) {
+      out += Cat("/…", names.size() - 2 * half, " more folders…");
+      i = names.size() - half - 1;
+      continue;
+    }
+    if (!names[i].empty()) out += Cat("/", names[i]);
+  }
+  return out;
+}
 
 void RemoveEntryAt(int parent_fd, const std::string& name, unsigned char type,
                    const std::string& shown) {

@@ -17,6 +17,10 @@ namespace ss {
 // Throws the ss::Error for `err` (errno) met doing `what` to `path`, shown as DisplayPath shows it.
 [[noreturn]] void PathError(std::string_view what, const std::string& path, int err);
 
+// `base`/`names`... for a message, the middle left out when there are more than `most` names (the
+// first and the last most/2 kept, and the count of the others said); empty names are skipped.
+std::string ElidedPath(const std::string& base, const std::vector<std::string_view>& names,
+                       size_t most);
 // A folder entry opened as a folder (O_NOFOLLOW), or -1 with errno.
 int OpenDirAt(int dir_fd, const std::string& name);
 // The names in a folder (without "." and ".."), with their d_type.

@@ -36,21 +36,6 @@ constexpr size_t kShownFolders = 16;
 // How many of the folders walked last are kept open (FolderGuard::recent_).
 constexpr size_t kRecentFolders = 16;
 
-// `base`/`names`…, the middle left out when there are more than kShownFolders names.
-std::string ShownPath(const std::string& base, const std::vector<std::string_view>& names) {
-  std::string out = base;
-  size_t half = kShownFolders / 2;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names.size() > kShownFolders && i == half) {
-      out += Cat("/…", names.size() - 2 * half, " more folders…");
-      i = names.size() - half - 1;
-      continue;
-    }
-    if (!names[i].empty()) out += Cat("/", names[i]);
-  }
-  return out;
-}
-
 // What in a repository's folder names programs the host's git runs: its settings, a common
 // directory they may come from, its hooks (facts: git's settings that run a program), and the
 // folders of its submodules and linked worktrees, which hold the same.
@@ -123,7 +108,7 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
     std::vector<std::string_view> names;
     for (const auto& l : levels) names.emplace_back(l.name);
     if (!leaf.empty()) names.emplace_back(leaf);
-    return ShownPath(*base, names);
+    return ElidedPath(*base, names, kShownFolders);
   };
   auto enter = [&](int in, const std::string& as, Fd fd) {
     int wd = Watch(folder, in, as, fd.get(), false, -1);
@@ -456,7 +441,8 @@ std::string FolderGuard::Shown(int wd) const {
   const Watched& w = watched_.at(wd);
   std::optional<std::string> rel = Rel(wd);
   std::vector<std::string> parts = rel ? Split(*rel, '/') : std::vector<std::string>{"?"};
-  return ShownPath(DisplayPath(folders_[w.folder].path), {parts.begin(), parts.end()});
+  return ElidedPath(DisplayPath(folders_[w.folder].path), {parts.begin(), parts.end()},
+                    kShownFolders);
 }
 
 std::string FolderGuard::Shown(int in, const std::string& name) const {

@@ -10,6 +10,7 @@
 #include "error.hpp"
 #include "fd.hpp"
 #include "fs.hpp"
+#include "fs_at.hpp"
 #include "platform.hpp"
 #include "process.hpp"
 #include "strings.hpp"
@@ -180,6 +181,14 @@ TEST(Fs, RemoveTreeTakesTreesDeeperThanAPathAndTheOpenFilesLimit) {
   ::setrlimit(RLIMIT_NOFILE, &was);
   EXPECT_TRUE(removed);
   EXPECT_FALSE(PathExists(dir.path() + "/top"));
+}
+
+TEST(Fs, ElidedPathKeepsTheEndsOfALongPath) {
+  std::vector<std::string_view> few{"a", "", "b"};
+  EXPECT_EQ(ElidedPath("~/p", few, 4), "~/p/a/b");
+  std::vector<std::string_view> many{"1", "2", "3", "4", "5", "6", "7"};
+  EXPECT_EQ(ElidedPath("/t", many, 4), "/t/1/2/…3 more folders…/6/7");
+  EXPECT_EQ(ElidedPath("/t", many, 7), "/t/1/2/3/4/5/6/7");
 }
 
 TEST(Fs, LocksExclude) {
