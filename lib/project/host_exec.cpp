@@ -24,6 +24,9 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       // A folder with HEAD, objects and refs is a repository, wherever it is: git obeys its
       // config (core.fsmonitor) when a prompt or an editor looks there.
       {"HEAD", "git (a repository's HEAD: git obeys the config beside it)"},
+      // Other version control a prompt or an editor may run in the folder.
+      {".hg/***", "Mercurial (hooks in .hg/hgrc)"},
+      {".jj/***", "Jujutsu (the repository's config names programs)"},
       {".pre-commit-config.yaml", "pre-commit"},
       {".husky/***", "husky (git hooks)"},
       {"lefthook.yml", "lefthook (git hooks)"},
