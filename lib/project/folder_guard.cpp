@@ -151,7 +151,9 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
         continue;
       }
     }
-    auto [entry, type] = at.entries[at.next++];
+    // (Named, not bound: a lambda below takes it, which clang 14 allows of variables only.)
+    const std::string entry = at.entries[at.next].first;
+    const unsigned char type = at.entries[at.next++].second;
     if (entry == ".git") {
       if (at.wd >= 0) {
         CheckGit(at.wd, at.fd.get(), pass, false);
