@@ -270,8 +270,8 @@ TEST(CouldNotConnect, PointsAtTheConsoleWhenTheBackendKeepsOne) {
   Error plain = CouldNotConnect("no sshd answered on 127.0.0.1:40000");
   EXPECT_EQ(plain.details(),
             (std::vector<std::string>{"", "The VM is running but SSH is not responding.",
-                                      "(no sshd answered on 127.0.0.1:40000)", "", "Try:",
-                                      "  ss reset          # Reset VM",
+                                      "(no sshd answered on 127.0.0.1:40000)", "",
+                                      "Try:", "  ss reset          # Reset VM",
                                       "  ss status         # Check VM status"}));
   Error vm = CouldNotConnect("", "/home/a b/.ss/qemu/dev/console.log");
   EXPECT_EQ(vm.details().back(),
