@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -422,8 +423,8 @@ bool FolderGuard::Same(int at, int dir_fd, Kind kind) {
   return same;
 }
 
-std::optional<std::string> FolderGuard::Rel(int wd) const {
-  std::vector<const std::string*> names;
+std::optional<std::vector<std::string_view>> FolderGuard::Rel(int wd) const {
+  std::vector<std::string_view> names;
   // (More names than watches: a loop, which a move the guard has not read yet may make.)
   for (int at = wd;;) {
     auto it = watched_.find(at);
@@ -431,20 +432,17 @@ std::optional<std::string> FolderGuard::Rel(int wd) const {
       return std::nullopt;
     }
     if (it->second.parent == -1) break;
-    names.push_back(&it->second.name);
+    names.emplace_back(it->second.name);
     at = it->second.parent;
   }
-  std::string rel;
-  for (auto n = names.rbegin(); n != names.rend(); ++n) rel += (rel.empty() ? "" : "/") + **n;
-  return rel;
+  std::reverse(names.begin(), names.end());
+  return names;
 }
 
 std::string FolderGuard::Shown(int wd) const {
   const Watched& w = watched_.at(wd);
-  std::optional<std::string> rel = Rel(wd);
-  std::vector<std::string> parts = rel ? Split(*rel, '/') : std::vector<std::string>{"?"};
-  return ElidedPath(DisplayPath(folders_[w.folder].path), {parts.begin(), parts.end()},
-                    kShownFolders);
+  return ElidedPath(DisplayPath(folders_[w.folder].path),
+                    Rel(wd).value_or(std::vector<std::string_view>{"?"}), kShownFolders);
 }
 
 std::string FolderGuard::Shown(int in, const std::string& name) const {
@@ -475,9 +473,9 @@ Fd FolderGuard::Open(int wd) const {
   // one readable when it can be.
   // The folder's own path is followed as the user gave it ("/." is never a link).
   Fd fd(platform::OpenToLook(AT_FDCWD, Cat(folders_[w.folder].path, "/.").c_str(), true));
-  for (const std::string& part : Split(*rel, '/')) {
-    if (!fd.ok() || part.empty()) break;
-    fd = Fd(platform::OpenToLook(fd.get(), part.c_str(), true));
+  for (std::string_view part : *rel) {
+    if (!fd.ok()) break;
+    fd = Fd(platform::OpenToLook(fd.get(), std::string(part).c_str(), true));
   }
   struct stat st;
   if (!fd.ok() || ::fstat(fd.get(), &st) != 0 || st.st_dev != w.dev || st.st_ino != w.ino) {

@@ -29,6 +29,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -107,7 +108,8 @@ class FolderGuard {
   void Changed(int owner, const std::string& what);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
   void CheckBare(int wd, int dir_fd);
-  std::optional<std::string> Rel(int wd) const;  // nothing once it left the tree
+  // Its names from the guarded folder down; nothing once it left the tree.
+  std::optional<std::vector<std::string_view>> Rel(int wd) const;
   std::string Shown(int wd) const;
   std::string Shown(int in, const std::string& name) const;  // entry `name` of watched `in`
   bool ProjectTop(int wd) const;
