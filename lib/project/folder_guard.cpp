@@ -488,7 +488,7 @@ Fd FolderGuard::Open(int wd) const {
 // Folder `name` of `dir_fd`, open to be read and watched. One the guard cannot read (the
 // sandbox took the permission away; the host's git needs only to search it) is made readable
 // for its owner first, and said.
-void FolderGuard::Recent(int wd, int fd) const {
+void FolderGuard::Recent(int wd, int fd) {
   for (auto it = recent_.begin(); it != recent_.end(); ++it) {
     if (it->first == wd) {
       recent_.erase(it);

@@ -116,7 +116,7 @@ class FolderGuard {
   Fd Open(int wd) const;
   // `shown` makes the folder's path for a message, only when one is said.
   Fd OpenToWatch(int dir_fd, const std::string& name, const std::function<std::string()>& shown);
-  void Recent(int wd, int fd) const;
+  void Recent(int wd, int fd);
   void Unwatched(int dir_fd, const std::string& shown, const char* entry, Pass pass);
   void Hold(size_t folder, const std::string& name);
   void Rescan();
@@ -137,7 +137,7 @@ class FolderGuard {
   std::chrono::steady_clock::time_point last_rescan_;
   // The folders walked last, open, by watch: a folder made in one made just before (a tree made
   // level by level) is found without opening every folder above it again (Open).
-  mutable std::deque<std::pair<int, Fd>> recent_;
+  std::deque<std::pair<int, Fd>> recent_;
 };
 
 }  // namespace ss
