@@ -74,8 +74,8 @@ bool TcpPortOpen(const std::string& host, int port, std::chrono::milliseconds ti
 }
 
 GreetingWatch::GreetingWatch(std::string prefix, std::chrono::milliseconds every,
-                             std::chrono::milliseconds patience)
-    : prefix_(std::move(prefix)), every_(every), patience_(patience) {}
+                             std::chrono::milliseconds patience, std::chrono::milliseconds settled)
+    : prefix_(std::move(prefix)), every_(every), patience_(patience), settled_(settled) {}
 
 GreetingWatch::~GreetingWatch() = default;
 
@@ -84,12 +84,15 @@ bool GreetingWatch::Heard(const std::string& host, int port, std::chrono::millis
   auto deadline = Clock::now() + wait;
   while (true) {
     auto now = Clock::now();
-    // The ones that waited long enough go; a new one every `every_`.
-    std::erase_if(attempts_, [&](const Attempt& a) { return now - a.opened >= patience_; });
-    if (attempts_.empty() || now - attempts_.back().opened >= every_) Open(host, port);
+    auto kept = answered_ ? settled_ : patience_;
+    // The ones closed or kept long enough go; a new one every `every_` (once answered, when the
+    // one kept has gone).
+    std::erase_if(attempts_,
+                  [&](const Attempt& a) { return !a.fd.ok() || now - a.opened >= kept; });
+    if (now - last_opened_ >= every_ && (!answered_ || attempts_.empty())) Open(host, port);
     auto next = deadline;
-    for (const Attempt& a : attempts_) next = std::min({next, a.opened + patience_});
-    if (!attempts_.empty()) next = std::min(next, attempts_.back().opened + every_);
+    for (const Attempt& a : attempts_) next = std::min(next, a.opened + kept);
+    if (!answered_ || attempts_.empty()) next = std::min(next, last_opened_ + every_);
     std::vector<pollfd> polls;
     for (const Attempt& a : attempts_) {
       polls.push_back({a.fd.get(), static_cast<short>(a.connected ? POLLIN : POLLOUT), 0});
@@ -107,7 +110,6 @@ bool GreetingWatch::Heard(const std::string& host, int port, std::chrono::millis
           return true;
         }
       }
-      std::erase_if(attempts_, [](const Attempt& a) { return !a.fd.ok(); });
     }
     if (Clock::now() >= deadline) return false;
   }
@@ -115,7 +117,8 @@ bool GreetingWatch::Heard(const std::string& host, int port, std::chrono::millis
 
 void GreetingWatch::Open(const std::string& host, int port) {
   Attempt a;
-  a.opened = std::chrono::steady_clock::now();
+  a.opened = last_opened_ = std::chrono::steady_clock::now();
+  ++opened_;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -131,7 +134,7 @@ void GreetingWatch::Open(const std::string& host, int port) {
     }
   }
   ::freeaddrinfo(res);
-  // A refused one still counts as opened now: the next comes `every_` later.
+  // A refused one counts too: the next comes `every_` later.
   attempts_.push_back(std::move(a));
 }
 
@@ -151,9 +154,12 @@ bool GreetingWatch::Step(Attempt& a) {
   ssize_t n = ::read(a.fd.get(), buf, std::min(sizeof buf, prefix_.size() - a.heard.size()));
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return false;
   if (n <= 0) {
+    // Closed from the far side: something there answers (a guest refusing, a full sshd).
+    answered_ = true;
     a.fd.Close();
     return false;
   }
+  answered_ = true;
   a.heard.append(buf, static_cast<size_t>(n));
   if (!prefix_.starts_with(a.heard)) {
     a.fd.Close();
