@@ -461,9 +461,13 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
   std::string last_error;
   bool announced = false;
   std::optional<Clock::time_point> refused_since;
-  // sshd's first words before each SSH connection attempt: a VM's forwarded port accepts before
-  // the guest listens, and a whole attempt would then hang for its full timeout.
-  GreetingWatch greeting("SSH-", std::chrono::milliseconds(500), std::chrono::seconds(3));
+  // sshd's first words before each SSH connection: a VM's forwarded port accepts before the guest
+  // listens, and a whole connection attempt would then hang for its full timeout.
+  GreetingWatch greeting("SSH-", std::chrono::milliseconds(500), std::chrono::seconds(3),
+                         std::chrono::seconds(15));
+  // Kept while provisioning finishes: a new connection costs a slow guest a whole sshd.
+  std::unique_ptr<SshConnection> conn;
+  SshTarget target;
   while (true) {
     SandboxState state = backend_->State(name_);
     if (state == SandboxState::kStopped || state == SandboxState::kBroken ||
@@ -478,23 +482,22 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
                                 detail.empty() ? "" : Cat(" (", detail, ")")));
     }
     if (state == SandboxState::kRunning) {
-      std::unique_ptr<SshConnection> conn;
-      SshTarget target;
+      bool provisioned = false;
       try {
-        SshOptions o = Options();
-        o.connect_timeout = std::chrono::seconds(3);
-        target = backend_->Ssh(name_);
-        if (!greeting.Heard(target.host, target.port, std::chrono::milliseconds(500))) {
-          throw Error(kExitUnavailable, Cat("no sshd answered on ", target.host, ":", target.port));
-        }
-        conn = std::make_unique<SshConnection>(EndpointAt(target), o);
-        if (conn->Exec({"test", "-e", "/var/lib/ss/provisioned"}).status != 0) {
-          conn.reset();
-          last_error = "provisioning has not finished";
-          if (!announced) {
-            progress.Step("provisioning (cloud-init)");
-            announced = true;
+        if (!conn) {
+          target = backend_->Ssh(name_);
+          if (!greeting.Heard(target.host, target.port, std::chrono::milliseconds(500))) {
+            throw Error(kExitUnavailable,
+                        Cat("no sshd answered on ", target.host, ":", target.port));
           }
+          // sshd is there: a slow handshake is a slow guest, given each step's full timeout.
+          conn = std::make_unique<SshConnection>(EndpointAt(target), Options());
+        }
+        provisioned = conn->Exec({"test", "-e", "/var/lib/ss/provisioned"}).status == 0;
+        if (!provisioned) last_error = "provisioning has not finished";
+        if (!provisioned && !announced) {
+          progress.Step("provisioning (cloud-init)");
+          announced = true;
         }
       } catch (const AuthRefused& e) {
         // cloud-init writes the pinned host key a moment before the client's key: on a first
@@ -509,7 +512,7 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
         conn.reset();
         last_error = e.what();
       }
-      if (conn) {
+      if (conn && provisioned) {
         CheckShared(*conn);
         PointAtProxy(*conn);
         // Where it answered, for the quick path of the next command.
@@ -524,7 +527,7 @@ std::unique_ptr<SshConnection> Sandbox::WaitReady(Progress& progress,
       throw VmFailedToStart(backend_name_,
                             Cat("still ", StateName(state), " after ", timeout.count(), "s"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(conn ? 500 : 200));
   }
 }
 
