@@ -13,6 +13,7 @@
 #include "folders.hpp"
 #include "fs.hpp"
 #include "github.hpp"
+#include "guard_log.hpp"
 #include "held_repository.hpp"
 #include "json_out.hpp"
 #include "output.hpp"
@@ -333,28 +334,27 @@ int Guard(const ProjectLine& o) {
   std::vector<GuardedFolder> folders;
   if (!o.projects_dir.empty()) folders.push_back({o.projects_dir, true});
   for (const auto& folder : o.folders) folders.push_back({folder, false});
-  // Every line is kept (a session's end shows the first few): each costs less than what the
-  // sandbox had to make in the shared folder for it, which it could fill anyway.
-  // (Names the sandbox chose are shown without their line breaks: a line of the log is the
-  // guard's.)
+  // Its lines as a bucket of a megabyte refilled at 256 bytes a second allows, then their count
+  // (guard_log.hpp): a day of a sandbox planting without end adds 23 MB. A session's end shows
+  // the first few and every one saying what it could not do. (Names the sandbox chose are shown
+  // without their line breaks: a line of the log is the guard's.)
   // Started again while the sandbox ran: what its first run knew.
   std::optional<std::set<std::string>> known = ShareGuardKnown(o.sandbox);
   bool again = known.has_value();
+  GuardLog log(std::cout, 1 << 20, 256);
   FolderGuard guard(
-      folders, [](const std::string& line) { std::cout << Printable(line) << std::endl; },
-      std::move(known));
+      folders, [&log](const std::string& line) { log.Say(Printable(line)); }, std::move(known));
   if (!again) {
     try {
       ShareGuardRecordKnown(o.sandbox, guard.Known());
     } catch (const Error& e) {
-      std::cout << Printable(Cat("cannot record the repositories found (", e.what(),
-                                 "): a guard started again would take what it finds for yours"))
-                << std::endl;
+      log.Say(Printable(Cat("cannot record the repositories found (", e.what(),
+                            "): a guard started again would take what it finds for yours")));
     }
   }
-  std::cout << "watching " << guard.watched() << " folders of sandbox " << o.sandbox << std::endl;
-  while (guard.Step(-1)) {
-  }
+  log.Say(Cat("watching ", guard.watched(), " folders of sandbox ", o.sandbox));
+  // Woken every 10 s at most, to say how many lines it held back once it may.
+  while (guard.Step(10000)) log.Tick();
   return 0;
 }
 

@@ -1219,6 +1219,38 @@ $marker
   assert_output "offline"
 }
 
+# Before the last test, which deletes the sandbox: this one leaves its guard's log bucket empty.
+@test "a sandbox that plants repositories without end grows the guard's log only as its bucket allows, and says it counts the rest" {
+  ss new ho-flood >/dev/null
+  ss ho-flood -- true
+  log="$SS_HOME/.ss/sandboxes/$SANDBOX/guard.log"
+  before=$(stat -c %s "$log")
+  start=$(date +%s)
+  # 1,500 repositories, ten levels of 200-byte names deep: each line the guard writes for one is
+  # about 2 KB, 3 MB in all.
+  cat > "$SS_HOME/projects/ho-flood/flood.py" <<'EOF'
+import os
+deep = os.path.join("a", *(["x" * 200] * 10))
+for n in range(1500):
+    try:
+        os.makedirs(os.path.join(deep, str(n), ".git"))
+    except OSError:
+        pass
+EOF
+  in_sandbox "cd ~/projects/ho-flood && python3 flood.py"
+  sleep 2
+  grown=$(( $(stat -c %s "$log") - before ))
+  elapsed=$(( $(date +%s) - start ))
+  # A megabyte at once, 256 bytes a second more, and the lines that say it counts.
+  [ "$grown" -le $(( (1 << 20) + 256 * elapsed + 4096 )) ] || { echo "grew $grown bytes in $elapsed s"; false; }
+  grep -q "^cannot write every line: the sandbox makes this guard say more than its log takes" "$log" ||
+    { echo "grew $grown bytes in $elapsed s"; tail -c 600 "$log"; false; }
+  # The guard still guards.
+  in_sandbox "cd ~/projects/ho-flood && mkdir -p late/.git"
+  sleep 1
+  [ ! -e "$SS_HOME/projects/ho-flood/late/.git" ]
+}
+
 @test "delete refuses while a working copy has changes not yet applied; --force saves it on the host first" {
   in_copy 'echo unsaved > precious.txt'
   run --separate-stderr ss vm delete --yes
