@@ -1247,7 +1247,7 @@ EOF
     { echo "grew $grown bytes in $elapsed s"; tail -c 600 "$log"; false; }
   # The guard still guards.
   in_sandbox "cd ~/projects/ho-flood && mkdir -p late/.git"
-  sleep 1
+  for _ in $(seq 40); do [ -e "$SS_HOME/projects/ho-flood/late/.git" ] || break; sleep 0.05; done
   [ ! -e "$SS_HOME/projects/ho-flood/late/.git" ]
 }
 
