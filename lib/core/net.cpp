@@ -37,10 +37,7 @@ int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
-namespace {
-
-// A TCP connection to host:port made within `timeout`, or an empty Fd.
-Fd ConnectWithin(const std::string& host, int port, std::chrono::milliseconds timeout) {
+Fd TcpConnect(const std::string& host, int port, std::chrono::milliseconds timeout) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -67,10 +64,8 @@ Fd ConnectWithin(const std::string& host, int port, std::chrono::milliseconds ti
   return connected;
 }
 
-}  // namespace
-
 bool TcpPortOpen(const std::string& host, int port, std::chrono::milliseconds timeout) {
-  return ConnectWithin(host, port, timeout).ok();
+  return TcpConnect(host, port, timeout).ok();
 }
 
 GreetingWatch::GreetingWatch(std::string prefix, std::chrono::milliseconds every,

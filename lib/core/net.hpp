@@ -13,6 +13,9 @@ namespace ss {
 // must be ready to pick another if it is taken before they bind it.
 int FreeLoopbackPort();
 
+// A TCP connection to host:port made within `timeout` (non-blocking), or an empty Fd.
+Fd TcpConnect(const std::string& host, int port, std::chrono::milliseconds timeout);
+
 // Whether something accepts TCP connections on host:port within `timeout`.
 bool TcpPortOpen(const std::string& host, int port, std::chrono::milliseconds timeout);
 

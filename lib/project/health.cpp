@@ -214,7 +214,7 @@ std::vector<CheckResult> HealthCheck(Sandbox& sandbox, const Config& config) {
   } else {
     try {
       SshOptions o = sandbox.Options();
-      o.connect_timeout = std::chrono::seconds(5);
+      o.tcp_timeout = std::chrono::seconds(5);
       conn = std::make_unique<SshConnection>(sandbox.Endpoint(), o);
       ExecResult r = conn->Exec({"true"});
       if (r.status != 0) throw Error(kExitRemote, Cat("`true` exited with status ", r.status));

@@ -342,7 +342,7 @@ SshOptions Sandbox::Options() const {
 GuestFacts Sandbox::Inspect() {
   GuestFacts f;
   SshOptions o = Options();
-  o.connect_timeout = std::chrono::seconds(5);
+  o.tcp_timeout = std::chrono::seconds(5);
   SshConnection conn(Endpoint(), o);
   // One round trip for memory, uptime and the memory cgroup (a container's limit is its own
   // cgroup's, which /proc/meminfo does not show): "path:line" for every file that exists.
@@ -425,7 +425,7 @@ std::unique_ptr<SshConnection> Sandbox::TryConnect() {
     Json j = Json::parse(*text);
     SshTarget target{j.at("host").get<std::string>(), j.at("port").get<int>()};
     SshOptions o = Options();
-    o.connect_timeout = std::chrono::seconds(2);
+    o.tcp_timeout = std::chrono::seconds(2);
     return std::make_unique<SshConnection>(EndpointAt(target), o);
   } catch (const std::exception& e) {
     // Stopped, or the address changed: the slow path asks the backend.

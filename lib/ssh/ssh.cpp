@@ -5,6 +5,8 @@
 #include <cstdlib>
 
 #include "error.hpp"
+#include "fd.hpp"
+#include "net.hpp"
 #include "output.hpp"
 #include "ssh_forward.hpp"
 #include "ssh_keys.hpp"
@@ -93,6 +95,16 @@ SshConnection::SshConnection(SshEndpoint endpoint, SshOptions options)
   SetOption(s, SSH_OPTIONS_GSSAPI_AUTH, &no, "GSSAPI authentication");
   SetOption(s, SSH_OPTIONS_PUBKEY_AUTH, &yes, "public key authentication");
 
+  if (options_.tcp_timeout.count() > 0) {
+    Fd fd = TcpConnect(endpoint_.host, endpoint_.port, options_.tcp_timeout);
+    if (!fd.ok()) {
+      throw Error(kExitUnavailable, Cat("cannot connect to ", Subject(), " at ", where),
+                  {Cat("  no TCP connection within ", options_.tcp_timeout.count(), " ms")});
+    }
+    socket_t raw = fd.get();
+    SetOption(s, SSH_OPTIONS_FD, &raw, "socket");
+    fd.Release();  // libssh closes it with the session
+  }
   if (ssh_connect(s) != SSH_OK) {
     throw Error(kExitUnavailable, Cat("cannot connect to ", Subject(), " at ", where),
                 {Cat("  ", ssh_get_error(s))});

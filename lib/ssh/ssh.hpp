@@ -49,6 +49,10 @@ struct SshOptions {
   // messages name user@host:port.
   std::string name;
   std::chrono::milliseconds connect_timeout{10000};  // TCP connect and each blocking step
+  // Above zero: the TCP connection alone must be made within it (a stopped machine is known at
+  // once), and `connect_timeout` then bounds each step after it (a slow machine's sshd may take
+  // seconds to greet and exchange keys).
+  std::chrono::milliseconds tcp_timeout{0};
   std::chrono::seconds keepalive_interval{15};       // 0: none
   int keepalive_count_max = 3;  // intervals without a byte from the server before "lost"
 };

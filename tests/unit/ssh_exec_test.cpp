@@ -3,10 +3,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <thread>
 
@@ -121,6 +125,110 @@ TEST(SshTrust, NothingListeningIsUnavailable) {
   ep.port = testing::FreePort();
   std::string message;
   EXPECT_EQ(ErrorCode([&] { SshConnection conn(ep, Named()); }, &message), kExitUnavailable);
+  EXPECT_EQ(message, Cat("cannot connect to sandbox 'test' at 127.0.0.1:", ep.port));
+}
+
+// A relay in front of sshd that holds the connection for `delay` before it passes anything on,
+// as a guest too busy to greet at once (an emulated machine on a loaded host) does.
+class SlowRelay {
+ public:
+  SlowRelay(int to_port, std::chrono::milliseconds delay)
+      : listener_(platform::Socket(AF_INET, SOCK_STREAM)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(listener_.get(), 8), 0);
+    EXPECT_EQ(::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this, to_port, delay] { Serve(to_port, delay); });
+  }
+  ~SlowRelay() {
+    stop_ = true;
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  void Serve(int to_port, std::chrono::milliseconds delay) {
+    Fd in, out;
+    while (!stop_) {
+      if (!in.ok()) {
+        pollfd p{listener_.get(), POLLIN, 0};
+        if (::poll(&p, 1, 20) != 1) continue;
+        in.Reset(::accept(listener_.get(), nullptr, nullptr));
+        std::this_thread::sleep_for(delay);
+        out.Reset(platform::Socket(AF_INET, SOCK_STREAM));
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(to_port));
+        if (::connect(out.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+        continue;
+      }
+      pollfd p[2] = {{in.get(), POLLIN, 0}, {out.get(), POLLIN, 0}};
+      if (::poll(p, 2, 20) <= 0) continue;
+      for (int k = 0; k < 2; ++k) {
+        if (p[k].revents == 0) continue;
+        char buf[16384];
+        ssize_t n = ::read(p[k].fd, buf, sizeof buf);
+        if (n <= 0 || ::send(p[1 - k].fd, buf, static_cast<size_t>(n), platform::kSendFlags) != n) {
+          in.Close();
+          out.Close();
+          break;
+        }
+      }
+    }
+  }
+  Fd listener_;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(SshTrust, SlowGreetingWaitsPastTheTcpTimeout) {
+  TestSshd sshd;
+  SlowRelay relay(sshd.endpoint().port, std::chrono::milliseconds(1500));
+  SshEndpoint ep = sshd.endpoint();
+  ep.port = relay.port();
+  PinHostKey(ep.known_hosts_file, ep.host, ep.port, sshd.host_public_key());
+  // One timeout for the TCP connection and every step: a slow greeting reads as "not there".
+  SshOptions whole = Named();
+  whole.connect_timeout = std::chrono::milliseconds(1000);
+  EXPECT_EQ(ErrorCode([&] { SshConnection conn(ep, whole); }), kExitUnavailable);
+  // The TCP connection within a second, the steps within the usual ten: it waits and connects.
+  SshOptions split = Named();
+  split.tcp_timeout = std::chrono::milliseconds(1000);
+  SshConnection conn(ep, split);
+  EXPECT_EQ(conn.Exec({"echo", "slow"}).out, "slow\n");
+}
+
+TEST(SshTrust, AnUnansweredConnectionEndsAtTheTcpTimeout) {
+  TestSshd sshd;
+  // A listener whose queue is full and never accepts: the kernel drops further SYNs, as a
+  // machine that is gone from the network does, and connect() would wait for minutes.
+  Fd full(platform::Socket(AF_INET, SOCK_STREAM));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(full.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(full.get(), 0), 0);
+  ASSERT_EQ(::getsockname(full.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::vector<Fd> queued;
+  for (int k = 0; k < 4; ++k) {
+    queued.emplace_back(platform::Socket(AF_INET, SOCK_STREAM, /*nonblock=*/true));
+    ::connect(queued.back().get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  SshEndpoint ep = sshd.endpoint();
+  ep.port = ntohs(a.sin_port);
+  SshOptions o = Named();
+  o.tcp_timeout = std::chrono::milliseconds(500);
+  std::string message;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ErrorCode([&] { SshConnection conn(ep, o); }, &message), kExitUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
   EXPECT_EQ(message, Cat("cannot connect to sandbox 'test' at 127.0.0.1:", ep.port));
 }
 
