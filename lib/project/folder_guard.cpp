@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "digest.hpp"
@@ -63,6 +65,46 @@ bool LooksLikeRepository(int dir_fd) {
   };
   return there("HEAD") && ((there("objects") && there("refs")) || there("commondir"));
 }
+
+// Files git opens on its own in the folders it looks at, beside the ones the host's tools obey
+// (HostExecRules).
+bool GitOpens(std::string_view name) {
+  return name == ".gitignore" || name == ".gitattributes" || name == ".gitmodules" ||
+         name == ".mailmap";
+}
+
+// A quick "no" before HostExecRules, which is slow beside the guard's other work on each file
+// made: the last names of the built-in patterns (literal, or with wildcards), and the folders of
+// their "dir/***" ones. A path it lets by may still match no pattern.
+class QuickHostNames {
+ public:
+  QuickHostNames() {
+    for (const auto& [pattern, what] : BuiltInHostExec()) {
+      std::string p = ToLower(pattern);
+      if (p.ends_with("/***")) {
+        p.resize(p.size() - 4);
+        folders_.insert(p.substr(p.rfind('/') + 1));
+        continue;
+      }
+      std::string last = p.substr(p.rfind('/') + 1);
+      (last.find_first_of("*?[") == std::string::npos ? names_ : globs_).insert(last);
+    }
+  }
+  bool May(const std::vector<std::string_view>& in, const std::string& name) const {
+    std::string lower = ToLower(name);
+    if (names_.count(lower)) return true;
+    for (const std::string& g : globs_) {
+      if (::fnmatch(g.c_str(), lower.c_str(), 0) == 0) return true;
+    }
+    for (std::string_view part : in) {
+      if (folders_.count(ToLower(part))) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::set<std::string> names_, globs_, folders_;
+};
 
 }  // namespace
 
@@ -164,6 +206,15 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
         Unwatched(at.fd.get(), shown(), ".git", pass);
       }
       continue;
+    }
+    if (type == DT_FIFO || type == DT_CHR || type == DT_BLK || type == DT_UNKNOWN) {
+      std::vector<std::string_view> in;
+      if (parent >= 0) in = Rel(parent).value_or(std::vector<std::string_view>{});
+      for (const auto& l : levels) in.emplace_back(l.name);
+      if (parent == -1) in.erase(in.begin());  // (the walk's first level is the folder itself)
+      if (HostOpens(std::move(in), entry))
+        CheckSpecial(at.fd.get(), entry, [&] { return shown(); });
+      if (type != DT_UNKNOWN) continue;
     }
     if (type != DT_DIR && type != DT_UNKNOWN) continue;
     // A bare repository's hooks, submodules and worktrees are guarded as a .git's are.
@@ -577,6 +628,35 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
   }
 }
 
+bool FolderGuard::HostOpens(std::vector<std::string_view> in, const std::string& name) const {
+  if (name.find(".refused-") != std::string::npos) return false;  // set aside already
+  if (GitOpens(ToLower(name))) return true;
+  static const QuickHostNames quick;
+  if (!quick.May(in, name)) return false;
+  in.emplace_back(name);
+  std::string path;
+  for (std::string_view part : in) path += Cat(path.empty() ? "" : "/", part);
+  return opened_.Why(path).has_value();
+}
+
+void FolderGuard::CheckSpecial(int dir_fd, const std::string& name,
+                               const std::function<std::string()>& shown) {
+  struct stat st;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode)) return;
+  const char* what = S_ISFIFO(st.st_mode) ? "a fifo" : "a device file";
+  try {
+    std::string at = MoveAside(dir_fd, shown(), name);
+    say_(Cat("set aside ", what,
+             " named as a file the host's tools open on their own (they would wait on it for "
+             "ever): ",
+             at));
+  } catch (const Error& e) {
+    say_(Cat("could not set aside ", what, " in ", shown(), " (", e.what(), "): ", name,
+             " there keeps the host's tools waiting"));
+  }
+}
+
 // A folder that appeared as git takes for a repository without a .git, whose config it obeys
 // when run there or below. Its HEAD is set aside, which makes it no repository; in a folder ss
 // set aside already, without a word.
@@ -760,6 +840,12 @@ bool FolderGuard::Step(int timeout_ms) {
       continue;
     }
     if (e.mode) continue;
+    if (e.arrived && !e.folder && !e.name.empty() && e.name != ".git" &&
+        HostOpens(Rel(e.watch).value_or(std::vector<std::string_view>{}), e.name)) {
+      if (Fd dir = Open(e.watch); dir.ok()) {
+        CheckSpecial(dir.get(), e.name, [&] { return Shown(e.watch); });
+      }
+    }
     if (e.name == ".git") {
       // A folder of the tree moved in as .git: the guard's own watch of it goes with it.
       if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {

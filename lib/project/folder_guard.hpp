@@ -10,6 +10,9 @@
 //     (HoldRepository);
 //   - a .git made or moved in anywhere else, or a .git file there rewritten: set aside
 //     (MoveGitAside), so the host's git never finds it;
+//   - a fifo or a device file named as a file the host's tools open on their own when they
+//     enter a folder (.gitignore, .envrc, .vscode/settings.json, ...): set aside, or git, an
+//     editor or direnv would wait on it for ever;
 //   - a repository that was in a subfolder when the guard started (one of the user's) whose
 //     settings, common directory or hooks change, in it or in its submodules' and linked
 //     worktrees' folders, through any name (a hard link): set aside whole; a folder of the
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "fd.hpp"
+#include "host_exec.hpp"
 #include "platform.hpp"
 
 namespace ss {
@@ -108,6 +112,11 @@ class FolderGuard {
   void Changed(int owner, const std::string& what);
   void CheckGit(int wd, int dir_fd, Pass pass, bool rewritten);
   void CheckBare(int wd, int dir_fd);
+  // Whether the host's tools open entry `name` of a folder on their own (`in`: the folder's
+  // names from the guarded folder down).
+  bool HostOpens(std::vector<std::string_view> in, const std::string& name) const;
+  // Entry `name` of folder `dir_fd`, set aside if it is a fifo or a device file.
+  void CheckSpecial(int dir_fd, const std::string& name, const std::function<std::string()>& shown);
   // Its names from the guarded folder down; nothing once it left the tree.
   std::optional<std::vector<std::string_view>> Rel(int wd) const;
   std::string Shown(int wd) const;
@@ -122,6 +131,7 @@ class FolderGuard {
   void Rescan();
 
   std::vector<GuardedFolder> folders_;
+  HostExecRules opened_;  // the files the host's tools obey, which they open on their own
   std::vector<bool> top_repository_;  // each folder had a .git at its top when first watched
   std::function<void(const std::string&)> say_;
   Fd watch_;

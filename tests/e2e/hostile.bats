@@ -1220,6 +1220,29 @@ $marker
 }
 
 # Before the last test, which deletes the sandbox: this one leaves its guard's log bucket empty.
+@test "a fifo named as a file the host's tools open on their own is set aside while the sandbox runs: the host's git never waits on one" {
+  ss new ho-fifo >/dev/null
+  ss ho-fifo -- true
+  D="$SS_HOME/projects/ho-fifo"
+  # git opens .gitignore and .gitattributes in every folder it looks at, direnv .envrc, an editor
+  # its settings: a fifo there would keep them waiting for ever. One is made in place, one moved
+  # into place; a fifo of any other name is the sandbox's own business.
+  in_sandbox "cd ~/projects/ho-fifo && mkdir -p sub/.vscode && mkfifo sub/.gitignore .gitattributes sub/.vscode/settings.json sub/keep.pipe x && mv x .envrc"
+  for _ in $(seq 40); do
+    [ -p "$D/sub/.gitignore" ] || [ -p "$D/.gitattributes" ] || [ -p "$D/.envrc" ] ||
+      [ -p "$D/sub/.vscode/settings.json" ] || break
+    sleep 0.05
+  done
+  for f in sub/.gitignore .gitattributes .envrc sub/.vscode/settings.json; do
+    [ ! -e "$D/$f" ] || { ls -la "$D" "$D/sub"; false; }
+    [ -p "$(echo "$D/$f".refused-*)" ] || { ls -la "$D" "$D/sub"; false; }
+    grep -qF "set aside a fifo named as a file the host's tools open on their own (they would wait on it for ever): ~/super-sandbox/projects/ho-fifo/$f.refused-" "$SS_HOME/.ss/sandboxes/$SANDBOX/guard.log"
+  done
+  [ -p "$D/sub/keep.pipe" ]
+  run as_owner timeout 20 git -C "$D" status --porcelain
+  assert_success
+}
+
 @test "a sandbox that plants repositories without end grows the guard's log only as its bucket allows, and says it counts the rest" {
   ss new ho-flood >/dev/null
   ss ho-flood -- true

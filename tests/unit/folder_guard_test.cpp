@@ -4,6 +4,7 @@
 // repositories found at the start stay, until something that runs programs changes in them.
 #include "folder_guard.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 
 #include "fd.hpp"
 #include "fs.hpp"
+#include "fs_at.hpp"
 #include "gtest/gtest.h"
 #include "held_repository.hpp"
 #include "paths.hpp"
@@ -654,6 +656,47 @@ TEST_F(FolderGuardTest, WithTheWatchesUsedUpTheFoldersAreWalkedNowAndThen) {
     return 0;
   };
   EXPECT_EQ(AsNobody(app, steps), 0);
+}
+
+TEST_F(FolderGuardTest, AFifoNamedAsAFileTheHostsToolsOpenIsSetAside) {
+  std::string dir = ProjectsDir() + "/p";
+  MakeDirs(dir + "/sub/.vscode");
+  MakeDirs(dir + "/early");
+  // One there before the guard starts (left by a sandbox that ran unwatched).
+  ASSERT_EQ(::mkfifo((dir + "/early/.envrc").c_str(), 0644), 0);
+  auto guard = Start();
+  auto aside = [](const std::string& folder, const std::string& name) {
+    for (const auto& [entry, type] : ReadDirAt(Fd(::open(folder.c_str(), O_RDONLY)).get())) {
+      if (entry.starts_with(name + ".refused-")) return type == DT_FIFO;
+    }
+    return false;
+  };
+  EXPECT_TRUE(aside(dir + "/early", ".envrc"));
+  for (const char* path :
+       {"/sub/.gitignore", "/.gitattributes", "/sub/.vscode/settings.json", "/sub/data.pipe"}) {
+    ASSERT_EQ(::mkfifo((dir + path).c_str(), 0644), 0) << path;
+  }
+  // One made elsewhere and moved into place.
+  ASSERT_EQ(::mkfifo((dir + "/sub/x").c_str(), 0644), 0);
+  ASSERT_EQ(::rename((dir + "/sub/x").c_str(), (dir + "/sub/.gitmodules").c_str()), 0);
+  EXPECT_TRUE(Until(*guard, [&] {
+    return aside(dir + "/sub", ".gitignore") && aside(dir, ".gitattributes") &&
+           aside(dir + "/sub/.vscode", "settings.json") && aside(dir + "/sub", ".gitmodules");
+  }));
+  // A fifo of any other name is the sandbox's business; a plain .gitignore is a file.
+  AtomicWrite(dir + "/.gitignore", "build/\n");
+  guard->Step(100);
+  struct stat st;
+  EXPECT_EQ(::lstat((dir + "/sub/data.pipe").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(ReadFile(dir + "/.gitignore"), "build/\n");
+  ASSERT_EQ(said_.size(), 5u) << Join(said_, "\n");
+  for (const auto& line : said_) {
+    EXPECT_TRUE(
+        line.starts_with("set aside a fifo named as a file the host's tools open on "
+                         "their own (they would wait on it for ever): "))
+        << line;
+  }
 }
 
 TEST_F(FolderGuardTest, TheGuardEndsWhenItsFoldersAreGone) {
