@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "digest.hpp"
@@ -72,39 +70,6 @@ bool GitOpens(std::string_view name) {
   return name == ".gitignore" || name == ".gitattributes" || name == ".gitmodules" ||
          name == ".mailmap";
 }
-
-// A quick "no" before HostExecRules, which is slow beside the guard's other work on each file
-// made: the last names of the built-in patterns (literal, or with wildcards), and the folders of
-// their "dir/***" ones. A path it lets by may still match no pattern.
-class QuickHostNames {
- public:
-  QuickHostNames() {
-    for (const auto& [pattern, what] : BuiltInHostExec()) {
-      std::string p = ToLower(pattern);
-      if (p.ends_with("/***")) {
-        p.resize(p.size() - 4);
-        folders_.insert(p.substr(p.rfind('/') + 1));
-        continue;
-      }
-      std::string last = p.substr(p.rfind('/') + 1);
-      (last.find_first_of("*?[") == std::string::npos ? names_ : globs_).insert(last);
-    }
-  }
-  bool May(const std::vector<std::string_view>& in, const std::string& name) const {
-    std::string lower = ToLower(name);
-    if (names_.count(lower)) return true;
-    for (const std::string& g : globs_) {
-      if (::fnmatch(g.c_str(), lower.c_str(), 0) == 0) return true;
-    }
-    for (std::string_view part : in) {
-      if (folders_.count(ToLower(part))) return true;
-    }
-    return false;
-  }
-
- private:
-  std::set<std::string> names_, globs_, folders_;
-};
 
 }  // namespace
 
@@ -631,8 +596,6 @@ void FolderGuard::CheckGit(int wd, int dir_fd, Pass pass, bool rewritten) {
 bool FolderGuard::HostOpens(std::vector<std::string_view> in, const std::string& name) const {
   if (name.find(".refused-") != std::string::npos) return false;  // set aside already
   if (GitOpens(ToLower(name))) return true;
-  static const QuickHostNames quick;
-  if (!quick.May(in, name)) return false;
   in.emplace_back(name);
   std::string path;
   for (std::string_view part : in) path += Cat(path.empty() ? "" : "/", part);

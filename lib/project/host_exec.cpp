@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -101,7 +102,18 @@ HostExecRules::HostExecRules(std::vector<std::string> extra) {
   // .envrc.
   for (const auto& [pattern, what] : BuiltInHostExec()) {
     rules_.push_back({ExcludeRules({ToLower(pattern)}), what});
+    // The quick test's names: the last of each pattern (literal, or with wildcards), or the
+    // folder of a "dir/***" one.
+    std::string p = ToLower(pattern);
+    if (p.ends_with("/***")) {
+      p.resize(p.size() - 4);
+      folders_.insert(p.substr(p.rfind('/') + 1));
+    } else {
+      std::string last = p.substr(p.rfind('/') + 1);
+      (last.find_first_of("*?[") == std::string::npos ? names_ : globs_).insert(last);
+    }
   }
+  built_in_ = rules_.size();
   for (const std::string& pattern : extra) {
     rules_.push_back({ExcludeRules({ToLower(pattern)}), Cat("review.flag ", Quoted(pattern))});
   }
@@ -117,8 +129,19 @@ std::optional<std::string> HostExecRules::Why(std::string_view path) const {
   for (const std::string& p : parts) {
     if (IsGitName(p)) return std::string("git");
   }
-  for (const auto& [rule, what] : rules_) {
-    if (rule.Why(parts, false)) return what;
+  // The built-in patterns only where a quick test of names says one may match: each costs tens
+  // of microseconds, and a shared project's every file is asked at a session's end, and the
+  // guard asks for each file made.
+  // (Every name, the folders' too: a pattern matches a folder and all it holds.)
+  bool may = false;
+  for (size_t i = 0; !may && i < parts.size(); ++i) {
+    may = names_.count(parts[i]) > 0 || folders_.count(parts[i]) > 0;
+    for (auto g = globs_.begin(); !may && g != globs_.end(); ++g) {
+      may = ::fnmatch(g->c_str(), parts[i].c_str(), 0) == 0;
+    }
+  }
+  for (size_t i = may ? 0 : built_in_; i < rules_.size(); ++i) {
+    if (rules_[i].first.Why(parts, false)) return rules_[i].second;
   }
   return std::nullopt;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,10 @@ class HostExecRules {
 
  private:
   std::vector<std::pair<ExcludeRules, std::string>> rules_;  // each pattern, with what obeys it
+  size_t built_in_ = 0;                                      // the first rules_, BuiltInHostExec's
+  // Of the built-in patterns: their last names, literal and with wildcards, and the folders of
+  // their "dir/***" ones.
+  std::set<std::string> names_, globs_, folders_;
 };
 
 // A file of the host's project folder `dir` the host runs or obeys, changed (its inode's change

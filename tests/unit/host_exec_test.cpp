@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "config.hpp"
 #include "fs.hpp"
@@ -81,6 +82,29 @@ TEST(HostExec, TheBuiltInListAtAnyDepth) {
     EXPECT_TRUE(rules.Why(path)) << path;
   }
   EXPECT_TRUE(HostExecRules({"Makefile"}).Why("MAKEFILE"));
+}
+
+TEST(HostExec, TheQuickTestOfNamesNeverChangesAnAnswer) {
+  // The same patterns given as review.flag are always matched in full: every path of each
+  // built-in pattern, anywhere, below it, in any case, is found by the quick way too.
+  std::vector<std::string> patterns;
+  for (const auto& p : BuiltInHostExec()) patterns.push_back(p.pattern);
+  HostExecRules quick, full(patterns);
+  std::vector<std::string> paths = {"src/main.rs", "a/b/c/d.js", "README.md", "x"};
+  for (std::string p : patterns) {
+    for (auto [from, to] :
+         {std::pair<std::string, std::string>{"/***", "/x/y"}, {"*", "ab"}, {"?", "q"}}) {
+      for (size_t at; (at = p.find(from)) != std::string::npos;) p.replace(at, from.size(), to);
+    }
+    std::string upper = p;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const std::string& path : {p, "deep/er/" + p, p + "/below", upper, "d/" + upper + "/b"}) {
+      paths.push_back(path);
+    }
+  }
+  for (const std::string& path : paths) {
+    EXPECT_EQ(quick.Why(path).has_value(), full.Why(path).has_value()) << path;
+  }
 }
 
 TEST(HostExec, OrdinaryFilesAreNot) {
