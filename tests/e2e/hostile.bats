@@ -1226,8 +1226,10 @@ $marker
   D="$SS_HOME/projects/ho-fifo"
   # git opens .gitignore and .gitattributes in every folder it looks at, direnv .envrc, an editor
   # its settings: a fifo there would keep them waiting for ever. One is made in place, one moved
-  # into place; a fifo of any other name is the sandbox's own business.
-  in_sandbox "cd ~/projects/ho-fifo && mkdir -p sub/.vscode && mkfifo sub/.gitignore .gitattributes sub/.vscode/settings.json sub/keep.pipe x && mv x .envrc"
+  # into place; a fifo of any other name is the sandbox's own business. (Through QEMU's virtiofs,
+  # mkfifo looks the fifo up once made, and may find it gone already: it then fails, though it
+  # made it.)
+  in_sandbox "cd ~/projects/ho-fifo && mkdir -p sub/.vscode && { mkfifo sub/.gitignore .gitattributes sub/.vscode/settings.json; mkfifo sub/keep.pipe x && mv x .envrc; }"
   for _ in $(seq 40); do
     [ -p "$D/sub/.gitignore" ] || [ -p "$D/.gitattributes" ] || [ -p "$D/.envrc" ] ||
       [ -p "$D/sub/.vscode/settings.json" ] || break
