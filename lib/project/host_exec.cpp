@@ -101,10 +101,10 @@ HostExecRules::HostExecRules(std::vector<std::string> extra) {
   // In any letter case: a case-insensitive file system (macOS's, by default) opens .ENVRC as
   // .envrc.
   for (const auto& [pattern, what] : BuiltInHostExec()) {
-    rules_.push_back({ExcludeRules({ToLower(pattern)}), what});
+    std::string p = ToLower(pattern);
+    rules_.push_back({ExcludeRules({p}), what});
     // The quick test's names: the last of each pattern (literal, or with wildcards), or the
     // folder of a "dir/***" one.
-    std::string p = ToLower(pattern);
     if (p.ends_with("/***")) {
       p.resize(p.size() - 4);
       folders_.insert(p.substr(p.rfind('/') + 1));
@@ -129,10 +129,10 @@ std::optional<std::string> HostExecRules::Why(std::string_view path) const {
   for (const std::string& p : parts) {
     if (IsGitName(p)) return std::string("git");
   }
-  // The built-in patterns only where a quick test of names says one may match: each costs tens
-  // of microseconds, and a shared project's every file is asked at a session's end, and the
-  // guard asks for each file made.
-  // (Every name, the folders' too: a pattern matches a folder and all it holds.)
+  // The built-in patterns only where a quick test of names says one may match: all of them cost
+  // about ten microseconds a path, and every file of a shared project is asked at a session's
+  // end, and the guard asks for each file made. (Every name, the folders' too: a pattern matches
+  // a folder and all it holds.)
   bool may = false;
   for (size_t i = 0; !may && i < parts.size(); ++i) {
     may = names_.count(parts[i]) > 0 || folders_.count(parts[i]) > 0;
