@@ -53,7 +53,7 @@ struct SshOptions {
   // once), and `connect_timeout` then bounds each step after it (a slow machine's sshd may take
   // seconds to greet and exchange keys).
   std::chrono::milliseconds tcp_timeout{0};
-  std::chrono::seconds keepalive_interval{15};       // 0: none
+  std::chrono::seconds keepalive_interval{15};  // 0: none
   int keepalive_count_max = 3;  // intervals without a byte from the server before "lost"
 };
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "fd.hpp"
+#include "listener.hpp"
 #include "platform.hpp"
 
 namespace ss {
@@ -20,21 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-// A listening socket on 127.0.0.1; `port` is where.
-struct Listener {
-  Fd fd;
-  int port = 0;
-  Listener() : fd(platform::Socket(AF_INET, SOCK_STREAM)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(fd.get(), 64), 0);
-    EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port = ntohs(addr.sin_port);
-  }
-};
+using testing::Listener;
 
 // A server that closes its first `refusals` connections at once (a guest whose sshd is not
 // listening yet) and then greets each connection only after `slowness` (a guest too busy to

@@ -17,6 +17,8 @@
 #include "digest.hpp"
 #include "error.hpp"
 #include "fs.hpp"
+#include "listener.hpp"
+#include "net.hpp"
 #include "platform.hpp"
 #include "ssh.hpp"
 #include "ssh_keys.hpp"
@@ -132,39 +134,27 @@ TEST(SshTrust, NothingListeningIsUnavailable) {
 // as a guest too busy to greet at once (an emulated machine on a loaded host) does.
 class SlowRelay {
  public:
-  SlowRelay(int to_port, std::chrono::milliseconds delay)
-      : listener_(platform::Socket(AF_INET, SOCK_STREAM)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(listener_.get(), 8), 0);
-    EXPECT_EQ(::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port_ = ntohs(a.sin_port);
+  SlowRelay(int to_port, std::chrono::milliseconds delay) : listener_(8) {
     thread_ = std::thread([this, to_port, delay] { Serve(to_port, delay); });
   }
   ~SlowRelay() {
     stop_ = true;
     thread_.join();
   }
-  int port() const { return port_; }
+  int port() const { return listener_.port; }
 
  private:
   void Serve(int to_port, std::chrono::milliseconds delay) {
     Fd in, out;
     while (!stop_) {
       if (!in.ok()) {
-        pollfd p{listener_.get(), POLLIN, 0};
+        pollfd p{listener_.fd.get(), POLLIN, 0};
         if (::poll(&p, 1, 20) != 1) continue;
-        in.Reset(::accept(listener_.get(), nullptr, nullptr));
+        in.Reset(::accept(listener_.fd.get(), nullptr, nullptr));
         std::this_thread::sleep_for(delay);
-        out.Reset(platform::Socket(AF_INET, SOCK_STREAM));
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(static_cast<uint16_t>(to_port));
-        if (::connect(out.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+        out = TcpConnect("127.0.0.1", to_port, std::chrono::seconds(5));
+        if (!out.ok()) return;
+        ::fcntl(out.get(), F_SETFL, ::fcntl(out.get(), F_GETFL) & ~O_NONBLOCK);
         continue;
       }
       pollfd p[2] = {{in.get(), POLLIN, 0}, {out.get(), POLLIN, 0}};
@@ -181,8 +171,7 @@ class SlowRelay {
       }
     }
   }
-  Fd listener_;
-  int port_ = 0;
+  testing::Listener listener_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -208,21 +197,15 @@ TEST(SshTrust, AnUnansweredConnectionEndsAtTheTcpTimeout) {
   TestSshd sshd;
   // A listener whose queue is full and never accepts: the kernel drops further SYNs, as a
   // machine that is gone from the network does, and connect() would wait for minutes.
-  Fd full(platform::Socket(AF_INET, SOCK_STREAM));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(full.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(full.get(), 0), 0);
-  ASSERT_EQ(::getsockname(full.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  testing::Listener full(0);
+  sockaddr_in a = full.Address();
   std::vector<Fd> queued;
   for (int k = 0; k < 4; ++k) {
     queued.emplace_back(platform::Socket(AF_INET, SOCK_STREAM, /*nonblock=*/true));
     ::connect(queued.back().get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
   }
   SshEndpoint ep = sshd.endpoint();
-  ep.port = ntohs(a.sin_port);
+  ep.port = full.port;
   SshOptions o = Named();
   o.tcp_timeout = std::chrono::milliseconds(500);
   std::string message;
