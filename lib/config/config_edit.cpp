@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "fs.hpp"
 #include "output.hpp"
+#include "paths.hpp"
 #include "size.hpp"
 #include "strings.hpp"
 
@@ -355,7 +356,12 @@ std::pair<std::string, Json> SetConfigValue(const std::string& path, std::string
   Json value = ParseValueText(*spec, canonical, text);
   std::vector<std::string> parts = Split(canonical, '.');
 
-  MakeDirs(Dirname(path), 0755);
+  // (SS_HOME made by its first command, this one: the user's alone.)
+  if (Dirname(path) == SsHome()) {
+    MakeOwnedDir(SsHome(), 0700);
+  } else {
+    MakeDirs(Dirname(path), 0755);
+  }
   FileLock lock(Cat(Dirname(path), "/.", Basename(path), ".lock"), FileLock::kExclusive,
                 std::chrono::seconds(10), Basename(path));
   std::optional<std::string> existing = ReadFileIfExists(path);

@@ -102,6 +102,8 @@ Owner ProjectsOwner() {
 
 void MakeOwnedDir(const std::string& path, mode_t mode) {
   if (IsDirectory(path)) return;
+  // SS_HOME itself is the user's alone, whichever of its folders is made first.
+  if (std::string home = SsHome(); path.rfind(home + "/", 0) == 0) MakeOwnedDir(home, 0700);
   MakeDirs(Dirname(path), 0755);
   if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
     throw Error(kExitIoErr, Cat("cannot create '", path, "': ", std::strerror(errno)));

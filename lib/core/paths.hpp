@@ -43,8 +43,9 @@ Owner ProjectsOwner();
 std::string EnsureProjectsDir();
 std::string EnsureCopyProjectsDir();  // made 0700 when missing
 std::string EnsureRepositoriesDir();  // made 0700 when missing
-// Makes `path` (and its missing parents, 0755) with `mode`, given to ProjectsOwner() when root
-// makes it: folders ss makes in the user's home under sudo are the user's.
+// Makes `path` (and its missing parents, 0755; SS_HOME 0700) with `mode`, given to
+// ProjectsOwner() when root makes it: folders ss makes in the user's home under sudo are the
+// user's.
 void MakeOwnedDir(const std::string& path, mode_t mode);
 // The host ids whose files the sandbox user owns: the projects folder's owner.
 Owner ProjectsIds();

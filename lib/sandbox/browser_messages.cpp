@@ -199,7 +199,7 @@ std::string WriteChromeDebugScript(int port) {
   std::string text = RenderTemplate(RequireResource("lib/templates/start-chrome-debug.sh"),
                                     {{"cdp_port", std::to_string(port)}});
   if (ReadFileIfExists(path) != text) {
-    MakeDirs(SsHome());
+    MakeOwnedDir(SsHome(), 0700);
     AtomicWrite(path, text, 0755);
   }
   return path;

@@ -40,6 +40,15 @@ write_config() { mkdir -p "$SS_HOME"; printf '%s' "$1" > "$CFG"; }
   echo "$output" | jq -e '.settings[] | select(.key == "updates.check") | .value == true'
 }
 
+@test "the first command to make SS_HOME makes it the user's alone, whichever it is" {
+  run ss config set backend docker
+  assert_success
+  assert_equal "$(stat -c %a "$SS_HOME")" 700
+  rm -rf "$SS_HOME"
+  ss new first-app > /dev/null
+  assert_equal "$(stat -c %a "$SS_HOME")" 700
+}
+
 @test "set memory, cpus and disk print the spec's words" {
   run ss config set memory 16GB
   assert_success
