@@ -40,6 +40,9 @@ namespace {
 constexpr const char* kLimactl = "limactl";
 constexpr int kMinimumMajor = 2;
 constexpr std::chrono::minutes kBootTimeout{10};
+// Creating an instance fetches the image (a local file: copied) and makes the instance's disk
+// from it: gigabytes, on a disk other work may keep busy.
+constexpr std::chrono::minutes kCreateTimeout{10};
 constexpr const char* kNoInstance = "No instance matching";
 
 #ifdef __APPLE__
@@ -273,7 +276,7 @@ void LimaBackend::Create(const SandboxSpec& spec, Progress& progress) {
     std::string file = tmp.path() + "/" + spec.name + ".yaml";
     AtomicWrite(file, LimaTemplate(spec, FreeLoopbackPort()), 0600);
     Limactl({"create", "--tty=false", Cat("--name=", spec.name), file},
-            Cat("cannot create Lima instance '", spec.name, "'"));
+            Cat("cannot create Lima instance '", spec.name, "'"), kCreateTimeout);
   }
   try {
     // Lima's copy too (the instance's lima.yaml, and the seed it makes from it) is the user's only.
