@@ -158,6 +158,9 @@ class Backend {
   // Why this backend, as configured here, cannot fence a new sandbox's network (a remote LXD,
   // rootless Podman); empty when it can.
   virtual std::string CannotFence() { return {}; }
+  // Why root in this backend's sandboxes, as configured here, is root on the host (a container
+  // engine with no user namespace between them); empty when root inside is contained.
+  virtual std::string RootIsHostRoot() { return {}; }
 };
 
 // Throws ss::Error(66) "no snapshot 'S' of 'NAME'" unless `backend` has that snapshot.

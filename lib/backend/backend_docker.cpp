@@ -608,6 +608,22 @@ std::string ContainerBackend::CannotFence() {
   return "rootless Podman's traffic leaves as your own sockets, not through a bridge ss can fence";
 }
 
+std::string ContainerBackend::RootIsHostRoot() {
+  if (engine_.name != "docker") {
+    if (::geteuid() != 0) return {};  // rootless: root inside is the user, in a namespace
+    return "Podman run as root puts its containers in the host's own user namespace";
+  }
+  // A daemon with user namespaces (userns-remap) or one run without root (rootless) says so.
+  ProcessOptions o;
+  o.timeout = std::chrono::seconds(10);
+  ProcessResult r = Run({engine_.client, "info", "--format", "{{json .SecurityOptions}}"}, o);
+  if (r.ok() && (r.out.find("name=userns") != std::string::npos ||
+                 r.out.find("name=rootless") != std::string::npos)) {
+    return {};
+  }
+  return "the Docker daemon puts its containers in the host's own user namespace";
+}
+
 std::optional<EgressLink> ContainerBackend::Egress(const std::string& name) {
   auto n = AttachNetwork(name, false);
   if (!n) return std::nullopt;

@@ -67,6 +67,7 @@ class ContainerBackend : public Backend {
   bool RemoveImageCopy(const std::string& image_id) override;
   std::optional<EgressLink> Egress(const std::string& name) override;
   std::string CannotFence() override;
+  std::string RootIsHostRoot() override;
 
  private:
   // Runs the client; a daemon that does not answer is ss::Error(69) with the command that starts

@@ -568,6 +568,12 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
                        ".network.mode open"),
                    "or use a backend that fences it: lxd (local), docker, podman as root, qemu"});
     }
+    // Said once, as it is made: the guarantees against a hostile sandbox do not hold there.
+    if (std::string why = backend_->RootIsHostRoot(); !why.empty()) {
+      Warn(Cat("root in sandbox '", name_, "' is root on this host: ", why,
+               ". Root inside (the agent too, through sudo) can take the host over; for work you "
+               "do not trust, use lxd or qemu (--backend)"));
+    }
     progress.Step(Cat("creating sandbox '", name_, "' (", backend_name_, ")"));
     try {
       Create(progress, deploy);
