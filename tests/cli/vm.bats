@@ -186,3 +186,41 @@ hint: see 'ss vm status --help'"
   run --separate-stderr ss vm start --deploy "$site"
   assert_equal "$status" 69
 }
+
+@test "a VM's share mounter tries a share again while its device comes up, and names one that never does" {
+  # The guest's boot script, run here with the guest's tools stubbed: the seed lists three
+  # shares; 'projects' mounts at once (virtiofs), 'ro' only on the third try (9p, whose
+  # transport is there before its devices), 'gone' never.
+  guest="$BATS_TEST_TMPDIR/guest"
+  mkdir -p "$guest"
+  export GUEST="$guest"
+  stub blkid 'echo /dev/vdb'
+  stub mktemp '[ "$*" = "-d /run/ss-seed.XXXXXX" ] || exec /usr/bin/mktemp "$@"
+exec /usr/bin/mktemp -d "$GUEST/ss-seed.XXXXXX"'
+  stub umount 'rm "$1/ss-mounts"'
+  stub mountpoint 'grep -sqxF "$2" "$GUEST/mounted"'
+  stub mount 'echo "$*" >> "$GUEST/mount.log"
+if [ "$1" = -o ]; then
+  printf "projects %s rw\nro %s ro\ngone %s rw\n" "$GUEST/projects" "$GUEST/ro" "$GUEST/gone" > "$4/ss-mounts"
+  exit 0
+fi
+case "$2:$5" in
+  virtiofs:projects) echo "$6" >> "$GUEST/mounted"; exit 0 ;;
+  9p:ro) tries=$(grep -c "^-t 9p .* ro " "$GUEST/mount.log")
+    if [ "$tries" -ge 3 ]; then echo "$6" >> "$GUEST/mounted"; exit 0; fi ;;
+esac
+echo "mount: $6: mount($5) failed: No such file or directory" >&2
+exit 32'
+  run --separate-stderr env PATH="$STUBS:$PATH" SS_MOUNT_SECONDS=2 \
+    sh "$SS_SOURCE_DIR/shell/ss-mount-shares"
+  assert_equal "$status" 1
+  assert_equal "$(cat "$guest/mounted")" "$guest/projects
+$guest/ro"
+  assert_equal "$(grep -c "^-t 9p -o ro,.* ro $guest/ro\$" "$guest/mount.log")" 3
+  # The one that never came is named, with the mount's own words, after the wait.
+  assert_equal "$stderr" "mount: $guest/gone: mount(gone) failed: No such file or directory
+ss-mount-shares: cannot mount the share 'gone' on $guest/gone"
+  [ "$(grep -c " gone " "$guest/mount.log")" -ge 2 ]
+  # The seed's mount point is gone with it.
+  assert_equal "$(ls "$guest" | grep -c ss-seed)" 0
+}
