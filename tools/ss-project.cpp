@@ -259,6 +259,7 @@ int Delete(const ProjectLine& o) {
   std::vector<WorkingCopyFound> copies;
   if (IsCopyMode(config, o.name)) copies = FindWorkingCopies(config, o.name, o.force);
   std::string question = Cat("Delete '", o.name, "'? This cannot be undone.");
+  SettleStagedRepositories(o.name);  // (its maker killed before the repository was in place)
   if (IsDirectory(HeldRepositoryDir(o.name))) {
     question += Cat(" Its repository, ", DisplayPath(HeldRepositoryDir(o.name)), ", goes too.");
   }

@@ -1,6 +1,7 @@
 #include "held_repository.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@ namespace {
 constexpr const char* kSandboxRepositories = "/home/sandbox/repositories";
 // Written once every project's .git folder has been moved (HoldAllRepositories).
 constexpr const char* kHeldMark = ".all-held";
+constexpr const char* kStagedPrefix = ".new-";  // the hidden folder's name (ProjectStore::Create)
 
 // The host's git, with none of the variables that would point it elsewhere.
 ProcessResult HostGit(std::vector<std::string> args) {
@@ -288,7 +290,7 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
 std::string StageRepository(const std::string& dir, const std::string& name) {
   Fd project = OpenProjectFolder(dir);
   EnsureRepositoriesDir();
-  std::string staged = Cat(RepositoriesDir(), "/.new-", name, ".", RandomNonce().substr(0, 12));
+  std::string staged = Cat(RepositoriesDir(), "/", Basename(dir));
   if (::renameat(project.get(), ".git", AT_FDCWD, staged.c_str()) != 0) {
     PathError("move", dir + "/.git", errno);
   }
@@ -311,6 +313,36 @@ void InstallStagedRepository(const std::string& staged, const std::string& name)
 void RemoveStagedRepository(const std::string& staged) {
   struct stat st;
   if (::lstat(staged.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) RemoveTree(staged);
+}
+
+void SettleStagedRepositories(const std::string& only) {
+  std::string repositories = RepositoriesDir();
+  if (!IsDirectory(repositories)) return;
+  std::string prefix = Cat(kStagedPrefix, only);
+  for (const auto& entry : ListDir(repositories)) {
+    if (entry.rfind(prefix, 0) != 0) continue;
+    std::string_view rest = std::string_view(entry).substr(std::strlen(kStagedPrefix));
+    std::string name(rest.substr(0, rest.rfind('.')));
+    if (!IsValidProjectName(name) || (!only.empty() && name != only)) continue;
+    // Its project still being made, or abandoned there (the store collects both).
+    if (PathExists(Cat(CopyProjectsDir(), "/", entry)) ||
+        PathExists(Cat(ProjectsDir(), "/", entry)))
+      continue;
+    std::string staged = Cat(repositories, "/", entry);
+    Fd project(OpenDirAt(AT_FDCWD, Cat(ProjectsDir(), "/", name)));
+    if (project.ok() && ::flock(project.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its maker
+    struct stat st;
+    try {
+      if (project.ok() && ::lstat(HeldRepositoryDir(name).c_str(), &st) != 0 && errno == ENOENT) {
+        if (::rename(staged.c_str(), HeldRepositoryDir(name).c_str()) != 0)
+          PathError("move", staged, errno);
+      } else {
+        RemoveStagedRepository(staged);  // its project gone, or another repository in its place
+      }
+    } catch (const Error&) {
+      // Left for the next time.
+    }
+  }
 }
 
 void HoldAllRepositories() {
@@ -341,6 +373,7 @@ void HoldAllRepositories() {
 
 Holding HoldForUse(const std::string& dir, const std::string& name) {
   HoldAllRepositories();
+  SettleStagedRepositories(name);
   // A repository over every project that has none of its own: the sandbox's, if anyone's.
   Fd projects(::open(ProjectsDir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   struct stat st;

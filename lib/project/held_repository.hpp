@@ -74,13 +74,19 @@ Holding HoldRepository(const std::string& dir, const std::string& name, bool tru
 std::string MoveAside(int dir_fd, const std::string& dir, const std::string& name);
 std::string MoveGitAside(int dir_fd, const std::string& dir);  // its .git
 
-// A shared project being made in `dir` (a folder no sandbox reaches, on the projects folder's
-// filesystem): its .git folder is moved beside the held repositories under a name of its own,
-// and its .git file written. Returns that place, for InstallStagedRepository once the project is
-// in the projects folder (or RemoveStagedRepository if it cannot be put there).
+// A shared project being made in hidden folder `dir` (.new-NAME.NONCE, where no sandbox reaches
+// when it can, on the projects folder's filesystem): its .git folder is moved beside the held
+// repositories, under that folder's name, and its .git file written. Returns that place, for
+// InstallStagedRepository once the project is in the projects folder (or RemoveStagedRepository
+// if it cannot be put there).
 std::string StageRepository(const std::string& dir, const std::string& name);
 void InstallStagedRepository(const std::string& staged, const std::string& name);
 void RemoveStagedRepository(const std::string& staged);
+// A maker killed between putting the project in place and its repository leaves the repository
+// staged: it is installed when its project is there (and no live maker holds that folder's lock)
+// and no repository holds its name, else removed. One staged for an unfinished project (its
+// hidden folder still there) is left to whoever collects that folder. `only`: that project's.
+void SettleStagedRepositories(const std::string& only = "");
 
 // The first time this version of ss opens a shared project: every project's .git folder is
 // moved (HoldRepository, trusted), once.

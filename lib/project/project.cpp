@@ -511,6 +511,12 @@ void ProjectStore::NamesIn(int base_fd, std::vector<std::string>& names) {
 std::vector<Project> ProjectStore::List(std::vector<std::string>* skipped) {
   std::vector<Project> out;
   bool garbage = false;
+  if (base_dir_ == ProjectsDir()) {
+    try {
+      SettleStagedRepositories();  // a maker's, killed before its project's repository was in place
+    } catch (const Error&) {
+    }
+  }
   for (const std::string& base_dir : Bases()) ListIn(base_dir, out, skipped, garbage);
   if (skipped) std::sort(skipped->begin(), skipped->end());
   std::sort(out.begin(), out.end(), [](const Project& a, const Project& b) {
@@ -671,6 +677,7 @@ int ProjectStore::CollectGarbageIn(const std::string& base_dir) {
   ::flock(base.get(), LOCK_UN);
   int removed = 0;
   for (auto& [name, fd] : abandoned) {
+    RemoveStagedRepository(Cat(RepositoriesDir(), "/", name));  // first: see StageRepository
     RemoveDirAt(base.get(), name, base_dir);
     ++removed;
   }

@@ -811,12 +811,43 @@ Or choose a different name:
   for name in $(ls "$P"); do
     echo "$output" | jq -e --arg n "$name" 'any(.items[]; .name == $n)' > /dev/null
   done
-  # ss list (above) collected what the killed runs left; nothing hidden remains.
+  # ss list (above) collected what the killed runs left; nothing hidden remains, and no
+  # repository is left staged.
   ss list > /dev/null
   assert_equal "$(ls -A "$P" | grep -c '^\.new-')" 0
+  assert_equal "$(ls -A "$SS_HOME/repositories" | grep -c '^\.new-')" 0
   # And a new project of a killed name works.
   run ss new killed-1
   [ "$status" -eq 0 ] || [ "$status" -eq 73 ]
+}
+
+@test "a maker killed between placing a project and its repository: the next run puts it in place" {
+  ss new placed
+  ss new orphan
+  # As ss new leaves them when killed after the project is in place: its repository staged
+  # under the hidden folder's name, and, for a project then removed, one with no project.
+  mv "$SS_HOME/repositories/placed" "$SS_HOME/repositories/.new-placed.0123456789ab"
+  mv "$SS_HOME/repositories/orphan" "$SS_HOME/repositories/.new-orphan.0123456789ab"
+  rm -rf "$P/orphan"
+  # Still being made (its hidden folder there): left alone.
+  mkdir "$P/.new-making.feedfacecafe" "$SS_HOME/repositories/.new-making.feedfacecafe"
+  flock "$P/.new-making.feedfacecafe" sleep 30 &
+  sleep 0.2
+  run --separate-stderr ss list --json
+  assert_success
+  assert_equal "$stderr" ""
+  assert_equal "$(echo "$output" | jq -r '[.items[].name] | join(" ")')" "placed"
+  assert_equal "$(git -C "$P/placed" log --format=%s)" "Initial commit from Super-Sandbox"
+  assert_equal "$(ls -A "$SS_HOME/repositories" | grep -v '^\.all-held$' | sort | tr '\n' ' ')" \
+    ".new-making.feedfacecafe placed "
+  kill %1
+  wait
+  # ss delete says what goes: the repository, put in place first.
+  mv "$SS_HOME/repositories/placed" "$SS_HOME/repositories/.new-placed.0123456789ab"
+  run on_tty --answer y ss delete placed
+  assert_success
+  assert_output "Delete 'placed'? This cannot be undone. Its repository, ~/super-sandbox/repositories/placed, goes too. [y/N]: Deleted: placed"
+  assert_equal "$(ls -A "$SS_HOME/repositories" | grep -c placed)" 0
 }
 
 @test "kill -9 during ss delete leaves the whole project or nothing listed" {
