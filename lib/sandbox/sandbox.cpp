@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -581,8 +582,11 @@ std::unique_ptr<SshConnection> Sandbox::EnsureRunning(Progress& progress,
       if (e.code() == kExitNoPerm || e.code() == kExitUsage) throw;
       throw VmFailedToStart(backend_name_, e.what(), e.details());
     }
-    // First boot provisions: give it longer.
-    auto conn = WaitReady(progress, std::max(timeout, std::chrono::seconds(300)));
+    // First boot provisions: give it longer, twice a start's wait and five minutes at least (ten
+    // for a VM without hardware acceleration, whose first boot on a busy host has taken over
+    // five).
+    auto conn = WaitReady(
+        progress, std::max({timeout, 2 * DefaultStartTimeout(), std::chrono::seconds(300)}));
     try {
       if (auto copied = CopyAgentConfig(*conn, config_, name_)) {
         progress.Step(Cat("copied ", DisplayPath(copied->folder), " into ~/.claude"));
