@@ -312,7 +312,7 @@ void NoteKept(const ApplyPlan& plan, const std::string& project) {
 // own: each path with what obeys it. Decided on the host, from the plan's paths.
 std::vector<std::pair<std::string, std::string>> HostExecChanges(const ApplyPlan& plan,
                                                                  const Config& config) {
-  HostExecRules rules = HostExecRules::From(config);
+  HostExecRules rules = HostExecRules::From(config, plan.host_dir);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& p : plan.changes) {
     if (p.action != Action::kTake && p.action != Action::kConflict) continue;

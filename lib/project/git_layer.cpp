@@ -236,6 +236,36 @@ bool AllBranchesThere(const std::vector<std::string>& heads, const std::string& 
 
 }  // namespace
 
+std::optional<std::string> HooksFolderIn(const std::string& dir) {
+  if (!HeldGitDirOf(dir) && !IsCheckout(dir)) return std::nullopt;
+  std::string path = Git(dir, {"config", "--get", "core.hooksPath"}).value_or("");
+  if (path.empty() || path.front() == '~') return std::nullopt;
+  if (path.front() == '/') {
+    bool inside = false;
+    for (const std::string& top : {dir, RealPath(dir)}) {
+      if (!top.empty() && path.rfind(top + "/", 0) == 0) {
+        path = path.substr(top.size() + 1);
+        inside = true;
+        break;
+      }
+    }
+    if (!inside) return std::nullopt;
+  }
+  std::vector<std::string> parts;
+  for (const std::string& part : Split(path, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part != "..") {
+      parts.push_back(part);
+    } else if (parts.empty()) {
+      return std::nullopt;  // above the top
+    } else {
+      parts.pop_back();
+    }
+  }
+  if (parts.empty()) return std::nullopt;
+  return Join(parts, "/");
+}
+
 std::vector<std::string> LayerBranchesArgv(const LayerPlace& place) {
   return {"git",
           "--git-dir",
@@ -383,7 +413,7 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
     }
     report.branches.push_back(b);
   }
-  HostExecRules rules = HostExecRules::From(config);
+  HostExecRules rules = HostExecRules::From(config, dir);
   int64_t max_size = config.Int("sync.max_size");
   std::string current = Git(dir, {"symbolic-ref", "-q", "HEAD"}).value_or("");
   // Branches checked out in the host's other worktrees (git worktree add): moved only by git

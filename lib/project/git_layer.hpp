@@ -21,6 +21,7 @@
 //   copy's seed never takes them).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,11 @@ FetchReport FetchGitLayer(SshConnection& conn, const Config& config, const Layer
 // What a fetch did, one line per branch ("main: fast-forwarded by 3 commits (1a2b3c4..5d6e7f8)");
 // none when the sandbox had nothing new.
 std::vector<std::string> FetchLines(const FetchReport& report);
+
+// The folder inside project (or folder) `dir` that its repository's core.hooksPath names, as a
+// path relative to `dir` ("githooks", ".config/hooks"); nullopt when it names none, or one
+// elsewhere. (git runs hooks from there, relative paths from the top of the working tree.)
+std::optional<std::string> HooksFolderIn(const std::string& dir);
 
 // The sandbox side of that fetch, run by git as its ext:: transport: `ss-sync --git-transport
 // SERVICE SANDBOX GITDIR`. Only git-upload-pack of the repository of a working copy or of a

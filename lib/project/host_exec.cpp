@@ -11,6 +11,7 @@
 #include "exclude_rules.hpp"
 #include "fd.hpp"
 #include "fs_at.hpp"
+#include "git_layer.hpp"
 #include "strings.hpp"
 
 namespace ss {
@@ -79,6 +80,8 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       {".zed/***", "Zed (tasks)"},
       {".helix/***", "Helix (language servers it starts)"},
       {".nvim.lua", "Neovim (exrc)"},
+      {".nvimrc", "Neovim (exrc)"},
+      {".lazy.lua", "lazy.nvim (a project's plugin specifications)"},
       {".exrc", "Vim and Neovim (exrc)"},
       {".vimrc", "Vim (exrc)"},
       {".dir-locals.el", "Emacs (eval in directory variables)"},
@@ -92,6 +95,46 @@ const std::vector<HostExecPattern>& BuiltInHostExec() {
       {".prettierrc.js", "Prettier (its configuration is code editors run)"},
       {".prettierrc.cjs", "Prettier (its configuration is code editors run)"},
       {".prettierrc.mjs", "Prettier (its configuration is code editors run)"},
+      {"stylelint.config.*", "Stylelint (its configuration is code editors run)"},
+      {".stylelintrc.js", "Stylelint (its configuration is code editors run)"},
+      {".stylelintrc.cjs", "Stylelint (its configuration is code editors run)"},
+      {".stylelintrc.mjs", "Stylelint (its configuration is code editors run)"},
+      {"tailwind.config.*", "Tailwind CSS (its configuration is code editors run)"},
+      {"vite.config.*", "Vite and Vitest (editors load the configuration to find tests)"},
+      {"vitest.config.*", "Vitest (editors load the configuration to find tests)"},
+      {"vitest.workspace.*", "Vitest (editors load the configuration to find tests)"},
+      {"jest.config.*", "Jest (editors load the configuration to find tests)"},
+      {"playwright.config.*", "Playwright (editors load the configuration to find tests)"},
+      {"*.code-workspace", "VS Code (a workspace's tasks and settings)"},
+      // Builds an editor or IDE runs when it opens a project, to learn its structure.
+      {"build.rs", "Cargo (rust-analyzer runs build scripts on opening a project)"},
+      {"Cargo.toml",
+       "Cargo (rust-analyzer runs the build scripts and procedural macros it names on opening a "
+       "project)"},
+      {"build.gradle", "Gradle (IDEs run the build to import a project)"},
+      {"build.gradle.kts", "Gradle (IDEs run the build to import a project)"},
+      {"settings.gradle", "Gradle (IDEs run the build to import a project)"},
+      {"settings.gradle.kts", "Gradle (IDEs run the build to import a project)"},
+      {"gradle.properties", "Gradle (JVM options name agents it loads)"},
+      {"gradle/wrapper/gradle-wrapper.properties",
+       "Gradle (the wrapper runs the distribution it names)"},
+      {".mvn/***", "Maven (the wrapper and the JVM options it runs with)"},
+      {"build.sbt", "sbt (IDEs run the build to import a project)"},
+      {"project/*.sbt", "sbt (IDEs run the build to import a project)"},
+      {"project/*.scala", "sbt (IDEs run the build to import a project)"},
+      {"project/build.properties", "sbt (the launcher runs the version it names)"},
+      {".jvmopts", "sbt (JVM options name agents it loads)"},
+      {".sbtopts", "sbt (JVM options name agents it loads)"},
+      // Tests and linters editors run on their own, whose configuration is code or names it.
+      {"conftest.py", "pytest (editors collect tests, which runs it)"},
+      {".pylintrc", "Pylint (load-plugins and init-hook run code; editors lint on opening)"},
+      {"pylintrc", "Pylint (load-plugins and init-hook run code; editors lint on opening)"},
+      // Interpreters that run a file of the folder they start in.
+      {".irbrc", "IRB (runs the one in the folder it starts in)"},
+      {".pryrc", "Pry (runs the one in the folder it starts in)"},
+      {".Rprofile", "R (runs the one in the folder it starts in)"},
+      {".ghci", "GHCi (runs the one in the folder it starts in)"},
+      {".ocamlinit", "OCaml's toplevel (runs the one in the folder it starts in)"},
   };
   return list;
 }
@@ -105,6 +148,7 @@ HostExecRules::HostExecRules(std::vector<std::string> extra) {
     rules_.push_back({ExcludeRules({p}), what});
     // The quick test's names: the last of each pattern (literal, or with wildcards), or the
     // folder of a "dir/***" one.
+    AddHolders(p);
     if (p.ends_with("/***")) {
       p.resize(p.size() - 4);
       folders_.insert(p.substr(p.rfind('/') + 1));
@@ -114,13 +158,48 @@ HostExecRules::HostExecRules(std::vector<std::string> extra) {
     }
   }
   built_in_ = rules_.size();
-  for (const std::string& pattern : extra) {
-    rules_.push_back({ExcludeRules({ToLower(pattern)}), Cat("review.flag ", Quoted(pattern))});
+  for (const std::string& pattern : extra) Add(pattern, Cat("review.flag ", Quoted(pattern)));
+}
+
+void HostExecRules::Add(const std::string& pattern, std::string what) {
+  rules_.push_back({ExcludeRules({ToLower(pattern)}), std::move(what)});
+  AddHolders(ToLower(pattern));
+}
+
+void HostExecRules::AddHolders(std::string pattern) {
+  if (pattern.ends_with("/***")) {
+    pattern.resize(pattern.size() - 4);
+  } else if (size_t slash = pattern.rfind('/'); slash != std::string::npos) {
+    pattern.resize(slash);
+  } else {
+    return;  // a name alone: no folder
+  }
+  for (const std::string& part : Split(pattern, '/')) {
+    if (part.empty()) continue;
+    (part.find_first_of("*?[") == std::string::npos ? holders_ : holder_globs_).insert(part);
   }
 }
 
-HostExecRules HostExecRules::From(const Config& config) {
-  return HostExecRules(config.List("review.flag"));
+bool HostExecRules::MayHold(std::string_view name) const {
+  std::string lower = ToLower(name);
+  if (holders_.count(lower)) return true;
+  for (const auto& g : holder_globs_) {
+    if (::fnmatch(g.c_str(), lower.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+bool AtOrAfter(const struct timespec& t, const struct timespec& since) {
+  return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
+}
+
+HostExecRules HostExecRules::From(const Config& config, const std::string& dir) {
+  HostExecRules rules(config.List("review.flag"));
+  if (!dir.empty()) {
+    if (auto hooks = HooksFolderIn(dir))
+      rules.Add(Cat("/", *hooks, "/***"), "git (core.hooksPath)");
+  }
+  return rules;
 }
 
 std::optional<std::string> HostExecRules::Why(std::string_view path) const {
@@ -148,9 +227,8 @@ std::optional<std::string> HostExecRules::Why(std::string_view path) const {
 
 namespace {
 
-bool AtOrAfter(const struct timespec& t, const struct timespec& since) {
-  return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
-}
+// A walk stops after this many entries: a bound on the time a huge folder takes.
+constexpr size_t kMaxEntries = 500000;
 
 // Inside the top .git: what git runs or obeys (not its objects, refs or logs).
 bool GitObeys(std::string_view rest) {
@@ -164,60 +242,83 @@ bool GitObeys(std::string_view rest) {
 struct Walk {
   const HostExecRules& rules;
   struct timespec since;
-  std::vector<HostExecChange> out;
+  HostExecChanges out;
   size_t seen = 0;
 
-  void Dir(int fd, const std::string& rel, bool in_git) {
+  // `moved`: when a folder above, one that may hold such files, changed since; null if none did.
+  void Dir(int fd, const std::string& rel, bool in_git, const struct timespec* moved) {
     for (const auto& [name, type] : ReadDirAt(fd)) {
-      if (++seen > 500000) return;  // a bound on the time a huge folder takes
+      if (++seen > kMaxEntries) {  // a bound on the time a huge folder takes
+        out.cut_at = kMaxEntries;
+        return;
+      }
       std::string path = rel.empty() ? name : Cat(rel, "/", name);
       struct stat st {};
       if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      bool changed = AtOrAfter(st.st_ctim, since);
+      bool own = AtOrAfter(st.st_ctim, since);
+      bool changed = own || moved;
       bool dir = S_ISDIR(st.st_mode);
+      // When it changed: its own time, or its folder's when that is later (moved into place).
+      auto add = [&](std::string what, bool link_to_folder = false,
+                     const struct timespec& at = {}) {
+        struct timespec t = AtOrAfter(at, st.st_ctim) ? at : st.st_ctim;
+        bool folder_later = moved && !AtOrAfter(t, *moved);
+        out.files.push_back({path, std::move(what), folder_later ? *moved : t, link_to_folder});
+      };
       if (!in_git && IsGitName(name)) {
         if (!rel.empty() || !dir) {
           // Another repository below the top, or the top one replaced by a file (gitdir: ...).
-          if (changed) out.push_back({path, "git (a repository with settings of its own)"});
+          if (changed) add("git (a repository with settings of its own)");
           continue;
         }
-        Descend(fd, name, path, true);
+        Descend(fd, name, path, true, nullptr);
         continue;
       }
       if (in_git) {
         std::string_view rest = std::string_view(path).substr(path.find('/') + 1);
         if (dir) {
           if (rest == "objects" || rest == "refs" || rest == "logs" || rest == "lfs") continue;
-          Descend(fd, name, path, true);
+          Descend(fd, name, path, true, nullptr);
         } else if (changed && GitObeys(rest)) {
-          out.push_back({path, "git"});
+          add("git");
         }
         continue;
       }
       if (dir) {
         if (name == "node_modules") continue;
-        Descend(fd, name, path, false);
-      } else if (changed) {
-        if (auto why = rules.Why(path)) out.push_back({path, *why});
+        Descend(fd, name, path, false, own && rules.MayHold(name) ? &st.st_ctim : moved);
+      } else if (changed || S_ISLNK(st.st_mode)) {
+        std::optional<std::string> why = rules.Why(path);
+        // A link: the host's tools follow it. To a folder: ss does not look in it. To a file: that
+        // file changed counts (whatever its own name).
+        struct stat to {};
+        bool followed = S_ISLNK(st.st_mode) && (why || rules.MayHold(name)) &&
+                        ::fstatat(fd, name.c_str(), &to, 0) == 0;
+        if (followed && S_ISDIR(to.st_mode)) {
+          add(why.value_or("a folder the host's tools obey"), true);
+        } else if (why && (changed || (followed && AtOrAfter(to.st_ctim, since)))) {
+          add(*why, false, followed ? to.st_ctim : st.st_ctim);
+        }
       }
     }
   }
 
-  void Descend(int parent, const std::string& name, const std::string& path, bool in_git) {
+  void Descend(int parent, const std::string& name, const std::string& path, bool in_git,
+               const struct timespec* moved) {
     Fd sub(OpenDirAt(parent, name));
-    if (sub.ok()) Dir(sub.get(), path, in_git);
+    if (sub.ok()) Dir(sub.get(), path, in_git, moved);
   }
 };
 
 }  // namespace
 
-std::vector<HostExecChange> ChangedHostExec(const std::string& dir, const struct timespec& since,
-                                            const HostExecRules& rules) {
+HostExecChanges ChangedHostExec(const std::string& dir, const struct timespec& since,
+                                const HostExecRules& rules) {
   Fd top(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!top.ok()) return {};
   Walk walk{rules, since, {}, 0};
-  walk.Dir(top.get(), "", false);
-  std::sort(walk.out.begin(), walk.out.end(),
+  walk.Dir(top.get(), "", false, nullptr);
+  std::sort(walk.out.files.begin(), walk.out.files.end(),
             [](const HostExecChange& a, const HostExecChange& b) { return a.path < b.path; });
   return std::move(walk.out);
 }
