@@ -1,9 +1,11 @@
 // ss-attach: sessions in a sandbox. `ss PROJECT` opens the agent in the project (starting the
 // sandbox when needed); the verbs of the LXD sandbox tool (shell, root, login, claude,
 // claude-run, claude-resume, exec, docker, logs) and `ss ssh-config` live here too.
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -16,7 +18,9 @@
 #include "config.hpp"
 #include "egress.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 #include "folders.hpp"
+#include "fs_at.hpp"
 #include "git_layer.hpp"
 #include "held_repository.hpp"
 #include "host_exec.hpp"
@@ -451,17 +455,28 @@ int ThenAlways(Session& s, const std::function<int()>& session,
   return status;
 }
 
-// A session in a shared folder (`host_dir`, the host's own): on its way out, for whatever reason,
-// it names the files it changed there that the host runs or obeys on its own.
-int NamingHostExecChanges(Session& s, const std::string& host_dir,
+// A session in a shared folder (`host_dir`, the host's own; shared project `project`'s, if any):
+// on its way out, for whatever reason, it names the files it changed there that the host runs or
+// obeys on its own.
+int NamingHostExecChanges(Session& s, const std::string& host_dir, const std::string& project,
                           const std::function<int()>& session) {
-  // Change times come from a clock up to a tick (10 ms at 100 Hz) behind the real one.
-  struct timespec since {};
-  ::clock_gettime(CLOCK_REALTIME, &since);
-  since.tv_nsec -= 15'000'000;
-  if (since.tv_nsec < 0) {
-    since.tv_nsec += 1'000'000'000;
-    since.tv_sec -= 1;
+  // Linux takes change times from its coarse clock (or a finer one, never behind it): a change
+  // made after this reads no earlier; one made before reads later only within the same tick.
+  auto now = [] {
+    struct timespec t {};
+#ifdef CLOCK_REALTIME_COARSE
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &t);
+#else
+    ::clock_gettime(CLOCK_REALTIME, &t);
+#endif
+    return t;
+  };
+  const struct timespec since = now();
+  // And what changed since the last session here named such files: between sessions, what
+  // runs in the sandbox without one (ss exec, a process left running) may have changed them.
+  struct timespec from = since;
+  if (auto named = ShareNamedUntil(s.name(), host_dir); named && !AtOrAfter(*named, since)) {
+    from = *named;
   }
   // What the guard did since a session last showed it: during this one, and between (what runs
   // in the sandbox without a session).
@@ -493,16 +508,57 @@ int NamingHostExecChanges(Session& s, const std::string& host_dir,
     } catch (const Error&) {
       // (Not written, the next session's end shows these lines again.)
     }
-    std::vector<HostExecChange> changed;
+    HostExecChanges found;
+    const struct timespec looked = now();
     try {
-      changed = ChangedHostExec(host_dir, since, HostExecRules::From(s.config()));
+      found = ChangedHostExec(host_dir, from, HostExecRules::From(s.config(), host_dir));
     } catch (const Error&) {
       return;  // a folder that cannot be read is said elsewhere
     }
+    std::vector<HostExecChange>& changed = found.files;
+    // ss's own .git file, written as a project's repository is first held: not the sandbox's.
+    if (!project.empty()) {
+      Fd dir(::open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      std::string problem;
+      if (dir.ok() &&
+          ReadSmallFileAt(dir.get(), ".git", 4096, &problem).value_or("") == HeldGitFile(project)) {
+        std::erase_if(changed, [](const HostExecChange& c) { return c.path == ".git"; });
+      }
+    }
+    try {
+      ShareMarkNamed(s.name(), host_dir, looked);
+    } catch (const Error&) {
+      // (Not written: the next session's end names these again.)
+    }
+    if (found.cut_at > 0) {
+      Warn(Cat("ss looked at the first ", found.cut_at, " entries of ", DisplayPath(host_dir),
+               " only: files the host runs or obeys further in are not named here"));
+    }
     if (changed.empty()) return;
-    Warn(Cat("the session changed ", changed.size(), changed.size() == 1 ? " file" : " files",
-             " in ", DisplayPath(host_dir), " that the host runs or obeys on its own:"));
-    for (const auto& c : changed) Note(Cat("  ", Printable(c.path), " (", c.what, ")"));
+    // 0: changed between sessions; 1: during this one; 2: links to folders, named every time.
+    auto group = [&](const HostExecChange& c) {
+      return c.link_to_folder ? 2 : AtOrAfter(c.changed, since) ? 1 : 0;
+    };
+    auto say = [&](int which) {
+      size_t n = std::count_if(changed.begin(), changed.end(),
+                               [&](const HostExecChange& c) { return group(c) == which; });
+      if (n == 0) return;
+      std::string files = Cat(n, n == 1 ? " file" : " files", " in ", DisplayPath(host_dir),
+                              " that the host runs or obeys on its own");
+      Warn(which == 1   ? Cat("the session changed ", files, ":")
+           : which == 0 ? Cat("between the last session there and this one, something changed ",
+                              files, " (what ran in the sandbox without a session, or you):")
+                        : Cat(n, n == 1 ? " link in " : " links in ", DisplayPath(host_dir),
+                              n == 1 ? " leads to a folder" : " lead to folders",
+                              " the host's tools obey; ss does not look at what is in ",
+                              n == 1 ? "it:" : "them:"));
+      for (const auto& c : changed) {
+        if (group(c) == which) Note(Cat("  ", Printable(c.path), " (", c.what, ")"));
+      }
+    };
+    say(0);
+    say(1);
+    say(2);
     Note("hint: read them before git, an editor or an agent opens the folder on the host");
   };
   return ThenAlways(s, session, name_them);
@@ -584,7 +640,7 @@ int InProject(Session& s, const std::string& name, const std::function<int()>& s
     return FetchingCommits(s, ProjectCopy(s.config(), name), session);
   }
   std::string dir = PlaceProject(s.config(), name);
-  return NamingHostExecChanges(s, dir,
+  return NamingHostExecChanges(s, dir, name,
                                [&] { return FetchingSharedCommits(s, name, dir, session); });
 }
 
@@ -670,7 +726,7 @@ int RunFolder(const AttachLine& o) {
   auto session = [&] { return OpenSession(o, s, folder.name, [&] { return s.Dir(""); }); };
   if (o.no_mount) return session();
   if (folder.copy) return FetchingCommits(s, FolderCopy(folder), session);
-  return NamingHostExecChanges(s, folder.path, session);
+  return NamingHostExecChanges(s, folder.path, "", session);
 }
 
 // Opens `name` as `ss NAME` does.

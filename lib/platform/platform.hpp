@@ -188,9 +188,14 @@ int DrainAddressWatch(int fd);
 // refused (ELOOP), never followed; a special file is never opened for reading. `folder`: a
 // folder or nothing (ENOTDIR). -1 with errno.
 int OpenToLook(int dir_fd, const char* name, bool folder);
-// Adds `bits` to the permissions of what `fd` (OpenToLook's) is open on, whatever its name now
-// leads to. 0, or -1 with errno.
-int AddModeBits(int fd, mode_t bits);
+// Adds `add` to the permissions of what `fd` (OpenToLook's) is open on and takes `remove` off,
+// whatever its name now leads to. 0, or -1 with errno.
+int ChangeModeBits(int fd, mode_t add, mode_t remove);
+// Whether file `name` of `dir_fd` carries file capabilities (Linux's security.capability: run, it
+// gets them whoever runs it). False where the system has none.
+bool HasFileCapabilities(int dir_fd, const char* name);
+// Takes the file capabilities off what `fd` (OpenToLook's) is open on. 0, or -1 with errno.
+int TakeOffFileCapabilities(int fd);
 
 // A non-blocking, close-on-exec descriptor that reports what happens to the entries of the
 // folders added to it (Linux: inotify), or -1 with errno (ENOSYS where the system has none).

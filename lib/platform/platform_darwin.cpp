@@ -260,11 +260,15 @@ int OpenToLook(int dir_fd, const char* name, bool folder) {
   return ::openat(dir_fd, name, how | O_NOFOLLOW | O_CLOEXEC);
 }
 
-int AddModeBits(int fd, mode_t bits) {
+int ChangeModeBits(int fd, mode_t add, mode_t remove) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return -1;
-  return ::fchmod(fd, (st.st_mode & 07777) | bits);
+  return ::fchmod(fd, ((st.st_mode & 07777) | add) & ~remove);
 }
+
+bool HasFileCapabilities(int, const char*) { return false; }
+
+int TakeOffFileCapabilities(int) { return 0; }
 
 int OpenFolderWatch() {
   errno = ENOSYS;

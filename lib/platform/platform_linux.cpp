@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -415,11 +416,22 @@ int OpenToLook(int dir_fd, const char* name, bool folder) {
 }
 
 // Through the descriptor's name in /proc: fchmod refuses an O_PATH descriptor.
-int AddModeBits(int fd, mode_t bits) {
+int ChangeModeBits(int fd, mode_t add, mode_t remove) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return -1;
   std::string at = "/proc/self/fd/" + std::to_string(fd);
-  return ::chmod(at.c_str(), (st.st_mode & 07777) | bits);
+  return ::chmod(at.c_str(), ((st.st_mode & 07777) | add) & ~remove);
+}
+
+bool HasFileCapabilities(int dir_fd, const char* name) {
+  std::string at = "/proc/self/fd/" + std::to_string(dir_fd) + "/" + name;
+  return ::lgetxattr(at.c_str(), "security.capability", nullptr, 0) >= 0;
+}
+
+int TakeOffFileCapabilities(int fd) {
+  std::string at = "/proc/self/fd/" + std::to_string(fd);
+  if (::removexattr(at.c_str(), "security.capability") == 0 || errno == ENODATA) return 0;
+  return -1;
 }
 
 int OpenFolderWatch() { return ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }

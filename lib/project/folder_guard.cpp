@@ -36,6 +36,8 @@ constexpr size_t kOpenLevels = 64;
 constexpr size_t kShownFolders = 16;
 // How many of the folders walked last are kept open (FolderGuard::recent_).
 constexpr size_t kRecentFolders = 16;
+// Known()'s line of when the first run began.
+constexpr const char* kSinceLine = "since ";
 
 // What in a repository's folder names programs the host's git runs: its settings, a common
 // directory they may come from, its hooks (facts: git's settings that run a program), and the
@@ -71,6 +73,48 @@ bool GitOpens(std::string_view name) {
          name == ".mailmap";
 }
 
+// Other version control a prompt or an editor runs in the folders it enters, which obeys the
+// settings of the repository it finds there (Mercurial's hooks, Jujutsu's aliases and tools).
+bool OtherVcs(std::string_view name) { return name == ".hg" || name == ".jj"; }
+const char* OtherVcsName(std::string_view name) {
+  return name == ".hg" ? "a Mercurial repository (.hg)" : "a Jujutsu repository (.jj)";
+}
+
+// What in a .hg or .jj folder names programs: its settings, and where they may come from
+// (another repository's, shared). `each` gets the folder each is in, and its name.
+void OtherVcsSettings(int vcs_fd, const std::string& name,
+                      const std::function<void(int, const char*)>& each) {
+  if (name == ".hg") {
+    for (const char* f : {"hgrc", "hgrc-not-shared", "sharedpath", "requires"}) each(vcs_fd, f);
+  } else {
+    each(vcs_fd, "repo");  // a folder, or a file naming another workspace's
+    if (Fd repo(OpenDirAt(vcs_fd, "repo")); repo.ok()) each(repo.get(), "config.toml");
+  }
+}
+
+// A .hg or .jj of the user's, its inode and what OtherVcsPrint says, as Known() gives it.
+std::string OtherVcsKnownLine(const std::pair<dev_t, ino_t>& id, const std::string& print) {
+  return Sha256Hex(Cat("other ", id.first, " ", id.second, "\n", print));
+}
+
+// A line for each of those: its inode, mode and (a file's) change time, so that any change is
+// seen.
+std::string OtherVcsPrint(int vcs_fd, const std::string& name) {
+  std::string print;
+  OtherVcsSettings(vcs_fd, name, [&](int in, const char* f) {
+    struct stat st;
+    if (::fstatat(in, f, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      print += Cat(f, " -\n");
+    } else if (S_ISDIR(st.st_mode)) {
+      print += Cat(f, " ", st.st_ino, " ", st.st_mode, "\n");  // (its entries change its time)
+    } else {
+      print += Cat(f, " ", st.st_ino, " ", st.st_mode, " ", st.st_ctim.tv_sec, ".",
+                   st.st_ctim.tv_nsec, "\n");
+    }
+  });
+  return print;
+}
+
 }  // namespace
 
 FolderGuard::FolderGuard(std::vector<GuardedFolder> folders,
@@ -82,6 +126,19 @@ FolderGuard::FolderGuard(std::vector<GuardedFolder> folders,
       first_known_(std::move(known)) {
   if (!watch_.ok()) {
     throw Error(kExitUnavailable, Cat("cannot watch folders: ", std::strerror(errno)));
+  }
+  ::clock_gettime(CLOCK_REALTIME, &since_);
+  if (first_known_) {
+    for (const auto& line : *first_known_) {
+      if (!line.starts_with(kSinceLine)) continue;
+      std::string_view at = std::string_view(line).substr(std::strlen(kSinceLine));
+      auto sec = ParseDecimal(at.substr(0, at.find('.')));
+      auto nsec = ParseDecimal(at.substr(at.find('.') + 1));
+      if (sec && nsec && at.find('.') != std::string_view::npos && *nsec < 1000000000) {
+        since_ = {static_cast<time_t>(*sec), static_cast<long>(*nsec)};
+        since_first_ = true;
+      }
+    }
   }
   top_repository_.assign(folders_.size(), false);
   for (size_t i = 0; i < folders_.size(); ++i) {
@@ -172,6 +229,13 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
       }
       continue;
     }
+    // (A folder made or moved in: what it holds raised no event the guard saw. Started again:
+    // what was made so while no guard watched.)
+    if ((pass == Pass::kLater || since_first_) && type != DT_DIR && type != DT_LNK &&
+        type != DT_FIFO && type != DT_SOCK) {
+      CheckPrivileges(
+          at.fd.get(), entry, [&] { return shown(); }, pass == Pass::kFirst ? &since_ : nullptr);
+    }
     if (type == DT_FIFO || type == DT_CHR || type == DT_BLK || type == DT_UNKNOWN) {
       std::vector<std::string_view> in;
       if (parent >= 0) in = Rel(parent).value_or(std::vector<std::string_view>{});
@@ -180,6 +244,9 @@ void FolderGuard::Walk(size_t folder, int parent, const std::string& name, Fd di
       if (HostOpens(std::move(in), entry))
         CheckSpecial(at.fd.get(), entry, [&] { return shown(); });
       if (type != DT_UNKNOWN) continue;
+    }
+    if (OtherVcs(entry) && !OtherVcsStays(at.fd.get(), entry, pass, [&] { return shown(); })) {
+      continue;
     }
     if (type != DT_DIR && type != DT_UNKNOWN) continue;
     // A bare repository's hooks, submodules and worktrees are guarded as a .git's are.
@@ -340,6 +407,8 @@ std::set<std::string> FolderGuard::Known() const {
     if (r.kind != Kind::kHeld) known.insert(KnownLine(r));
   }
   for (const auto& [dev, ino] : unwatched_known_) known.insert(KnownLine(dev, ino));
+  for (const auto& [id, print] : other_vcs_) known.insert(OtherVcsKnownLine(id, print));
+  known.insert(Cat(kSinceLine, since_.tv_sec, ".", since_.tv_nsec));
   return known;
 }
 
@@ -524,7 +593,7 @@ Fd FolderGuard::OpenToWatch(int dir_fd, const std::string& name,
   Fd path(platform::OpenToLook(dir_fd, name.c_str(), true));
   if (!path.ok()) return Fd();
   // Through the descriptor: the name may lead elsewhere by now.
-  if (platform::AddModeBits(path.get(), S_IRUSR | S_IXUSR) != 0) {
+  if (platform::ChangeModeBits(path.get(), S_IRUSR | S_IXUSR, 0) != 0) {
     say_(Cat("cannot watch ", shown(), ": ", std::strerror(EACCES),
              " (and its mode cannot be changed: ", std::strerror(errno), ")"));
     return Fd();
@@ -600,6 +669,135 @@ bool FolderGuard::HostOpens(std::vector<std::string_view> in, const std::string&
   std::string path;
   for (std::string_view part : in) path += Cat(path.empty() ? "" : "/", part);
   return opened_.Why(path).has_value();
+}
+
+bool FolderGuard::OtherVcsStays(int dir_fd, const std::string& name, Pass pass,
+                                const std::function<std::string()>& shown) {
+  struct stat st;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+  std::string print;
+  if (S_ISDIR(st.st_mode)) {
+    if (Fd vcs(OpenDirAt(dir_fd, name)); vcs.ok()) print = OtherVcsPrint(vcs.get(), name);
+  }
+  auto known = other_vcs_.find(id);
+  if (known != other_vcs_.end() && known->second == print) return true;
+  // At the first walk, all there is the user's; a guard started again takes only what its
+  // first run found, unchanged.
+  if (known == other_vcs_.end() && pass == Pass::kFirst &&
+      (!first_known_ || first_known_->count(OtherVcsKnownLine(id, print)))) {
+    other_vcs_[id] = print;
+    // Its settings watched themselves: written through another name (a hard link), seen too.
+    if (Fd vcs(S_ISDIR(st.st_mode) ? OpenDirAt(dir_fd, name) : -1); vcs.ok()) {
+      OtherVcsSettings(vcs.get(), name, [&](int in, const char* f) {
+        Fd fd(platform::OpenToLook(in, f, false));
+        struct stat fst;
+        if (!fd.ok() || ::fstat(fd.get(), &fst) != 0 || !S_ISREG(fst.st_mode)) return;
+        if (int wd = platform::AddFileWatch(watch_.get(), fd.get()); wd >= 0) {
+          other_vcs_files_[wd] = id;
+        }
+      });
+    }
+    return true;
+  }
+  const bool changed = known != other_vcs_.end();
+  if (changed) {
+    other_vcs_.erase(known);
+    for (auto f = other_vcs_files_.begin(); f != other_vcs_files_.end();) {
+      if (f->second != id) {
+        ++f;
+        continue;
+      }
+      if (!files_.count(f->first)) platform::RemoveFolderWatch(watch_.get(), f->first);
+      f = other_vcs_files_.erase(f);
+    }
+  }
+  try {
+    std::string at = MoveAside(dir_fd, shown(), name);
+    say_(Cat("set aside ", OtherVcsName(name),
+             changed                ? " whose settings changed while the sandbox ran: "
+             : pass == Pass::kFirst ? " that appeared or changed in a shared folder while the "
+                                      "sandbox ran unwatched: "
+                                    : " that appeared in a shared folder while the sandbox ran: ",
+             at));
+  } catch (const Error& e) {
+    say_(Cat("could not set aside ", OtherVcsName(name), " in ", shown(), " (", e.what(),
+             "): do not run ", name == ".hg" ? "hg" : "jj", " there"));
+  }
+  return false;
+}
+
+bool FolderGuard::LookAgainAtOtherVcs(int vcs) {
+  const Watched v = watched_.at(vcs);
+  Fd in = Open(v.parent);
+  if (!in.ok()) return false;
+  OtherVcsStays(in.get(), v.name, Pass::kLater, [&] { return Shown(v.parent); });
+  return true;
+}
+
+int FolderGuard::OtherVcsOf(int wd) const {
+  const Watched& w = watched_.at(wd);
+  if (w.parent < 0) return -1;  // (the top of a shared folder, or moved out of it)
+  if (OtherVcs(w.name)) return wd;
+  if (w.name == "repo" && watched_.count(w.parent) && watched_.at(w.parent).name == ".jj" &&
+      watched_.at(w.parent).parent >= 0) {
+    return w.parent;
+  }
+  return -1;
+}
+
+void FolderGuard::CheckPrivileges(int dir_fd, const std::string& name,
+                                  const std::function<std::string()>& shown,
+                                  const struct timespec* since) {
+  struct stat st;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      (since && AtOrAfter(*since, st.st_ctim))) {
+    return;
+  }
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    auto aside = devices_aside_.find({st.st_dev, st.st_ino});
+    if (aside != devices_aside_.end() && aside->second == name) return;
+    try {
+      std::string at = MoveAside(dir_fd, shown(), name);
+      devices_aside_[{st.st_dev, st.st_ino}] = at.substr(at.rfind('/') + 1);
+      say_(
+          Cat("set aside a device file the sandbox made (on the host it opens the device for "
+              "anyone who can reach it): ",
+              at));
+    } catch (const Error& e) {
+      say_(Cat("could not set aside the device file ", shown(), "/", name, " (", e.what(),
+               "): do not let anyone else reach it"));
+    }
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) return;
+  const bool set_id = (st.st_mode & (S_ISUID | S_ISGID)) != 0;
+  const bool capable = platform::HasFileCapabilities(dir_fd, name.c_str());
+  if (!set_id && !capable) return;
+  // Through a descriptor: the name may lead elsewhere by now.
+  Fd fd(platform::OpenToLook(dir_fd, name.c_str(), false));
+  struct stat now;
+  if (fd.ok() && (::fstat(fd.get(), &now) != 0 || !S_ISREG(now.st_mode))) return;  // replaced
+  if (!fd.ok() && errno == ENOENT) return;
+  // took: the call's result; what: what it took off; runs: how the file would run on the host.
+  auto report = [&](bool took, const char* what, const char* runs) {
+    const int error = errno;  // (before shown() may change it)
+    if (took) {
+      say_(Cat("took the ", what, " off a file the sandbox gave them (on the host it would run ",
+               runs, " for anyone who can reach it): ", shown(), "/", name));
+    } else {
+      say_(Cat("could not take the ", what, " off ", shown(), "/", name, " (", std::strerror(error),
+               "): do not let anyone else reach it"));
+    }
+  };
+  if (set_id) {
+    report(fd.ok() && platform::ChangeModeBits(fd.get(), 0, S_ISUID | S_ISGID) == 0,
+           "setuid and setgid bits", "as you");
+  }
+  if (capable) {
+    report(fd.ok() && platform::TakeOffFileCapabilities(fd.get()) == 0, "file capabilities",
+           "with them");
+  }
 }
 
 void FolderGuard::CheckSpecial(int dir_fd, const std::string& name,
@@ -754,6 +952,18 @@ bool FolderGuard::Step(int timeout_ms) {
       for (int owner : file.owners) Changed(owner, file.name);
       continue;
     }
+    if (auto f = other_vcs_files_.find(e.watch); f != other_vcs_files_.end()) {
+      // A setting of one of the user's .hg or .jj folders: that folder looked at again.
+      const std::pair<dev_t, ino_t> id = f->second;
+      if (e.gone) other_vcs_files_.erase(f);
+      for (const auto& [wd, w] : watched_) {
+        if (w.dev == id.first && w.ino == id.second && OtherVcs(w.name) && w.parent >= 0) {
+          if (!LookAgainAtOtherVcs(wd)) rescan = true;
+          break;
+        }
+      }
+      continue;
+    }
     auto it = watched_.find(e.watch);
     if (it == watched_.end()) continue;
     if (e.gone) {
@@ -766,6 +976,21 @@ bool FolderGuard::Step(int timeout_ms) {
       continue;
     }
     if (it->second.repo) continue;
+    // In a user's .hg or .jj: its settings looked at again.
+    if (int vcs = e.name.empty() ? -1 : OtherVcsOf(e.watch); vcs >= 0) {
+      if (!LookAgainAtOtherVcs(vcs)) rescan = true;  // moved meanwhile: looked at where it is
+    }
+    // A .hg or .jj made or moved in.
+    if (e.arrived && OtherVcs(e.name)) {
+      Fd dir = Open(e.watch);
+      if (!dir.ok()) {
+        rescan = true;
+        continue;
+      }
+      if (!OtherVcsStays(dir.get(), e.name, Pass::kLater, [&] { return Shown(e.watch); })) {
+        continue;
+      }
+    }
     if (e.name == ".git" && e.left) {
       // One of the user's moved from its name: no longer known (it would come back changed).
       if (auto r = repositories_.find(e.watch);
@@ -802,13 +1027,18 @@ bool FolderGuard::Step(int timeout_ms) {
       if (dir.ok() && (e.name == "objects" || e.name == "refs")) CheckBare(e.watch, dir.get());
       continue;
     }
-    if (e.mode) continue;
-    if (e.arrived && !e.folder && !e.name.empty() && e.name != ".git" &&
-        HostOpens(Rel(e.watch).value_or(std::vector<std::string_view>{}), e.name)) {
+    // A file made, moved in or changed in mode: setuid bits, capabilities, a device; a fifo the
+    // host's tools would open.
+    if (!e.folder && !e.left && !e.name.empty() && (e.arrived || e.mode)) {
       if (Fd dir = Open(e.watch); dir.ok()) {
-        CheckSpecial(dir.get(), e.name, [&] { return Shown(e.watch); });
+        CheckPrivileges(dir.get(), e.name, [&] { return Shown(e.watch); });
+        if (e.arrived && e.name != ".git" &&
+            HostOpens(Rel(e.watch).value_or(std::vector<std::string_view>{}), e.name)) {
+          CheckSpecial(dir.get(), e.name, [&] { return Shown(e.watch); });
+        }
       }
     }
+    if (e.mode) continue;
     if (e.name == ".git") {
       // A folder of the tree moved in as .git: the guard's own watch of it goes with it.
       if (auto from = moved_out.find(e.cookie); e.cookie != 0 && from != moved_out.end()) {

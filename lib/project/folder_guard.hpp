@@ -10,6 +10,11 @@
 //     (HoldRepository);
 //   - a .git made or moved in anywhere else, or a .git file there rewritten: set aside
 //     (MoveGitAside), so the host's git never finds it;
+//   - a Mercurial or Jujutsu repository (.hg, .jj: a prompt runs hg or jj too, which obey the
+//     repository's settings) made or moved in after the guard started: set aside; one of the
+//     user's whose settings change: set aside whole;
+//   - a file made setuid or setgid (on the host it would run as the user for anyone who can
+//     reach it): those bits taken off;
 //   - a fifo or a device file named as a file the host's tools open on their own when they
 //     enter a folder (.gitignore, .envrc, .vscode/settings.json, ...): set aside, or git, an
 //     editor or direnv would wait on it for ever;
@@ -115,6 +120,20 @@ class FolderGuard {
   // Whether the host's tools open entry `name` of a folder on their own (`in`: the folder's
   // names from the guarded folder down).
   bool HostOpens(std::vector<std::string_view> in, const std::string& name) const;
+  // Entry `name` (.hg or .jj) of folder `dir_fd`: true when it stays, one of the user's as it
+  // was (recorded so at the first walk); else set aside. `shown` makes the folder's path.
+  bool OtherVcsStays(int dir_fd, const std::string& name, Pass pass,
+                     const std::function<std::string()>& shown);
+  // The watch of the .hg or .jj folder whose settings watched folder `wd` holds; -1 if none.
+  int OtherVcsOf(int wd) const;
+  // That folder (watch `vcs`) looked at again where it is; false when it cannot be found there.
+  bool LookAgainAtOtherVcs(int vcs);
+  // Entry `name` of folder `dir_fd` (`shown` makes the folder's path), when made or changed by
+  // the sandbox (`since`: changed after then): a file loses its setuid and setgid bits and its
+  // file capabilities; a device file is set aside.
+  void CheckPrivileges(int dir_fd, const std::string& name,
+                       const std::function<std::string()>& shown,
+                       const struct timespec* since = nullptr);
   // Entry `name` of folder `dir_fd`, set aside if it is a fifo or a device file.
   void CheckSpecial(int dir_fd, const std::string& name, const std::function<std::string()>& shown);
   // Its names from the guarded folder down; nothing once it left the tree.
@@ -143,7 +162,18 @@ class FolderGuard {
   bool full_ = false;                       // the system's watches ran out
   bool walk_again_ = false;                 // a walk lost a folder that moved meanwhile
   std::set<std::pair<dev_t, ino_t>> unwatched_known_;  // the user's, in folders not watched
-  std::optional<std::set<std::string>> first_known_;   // what the guard's first run knew
+  // The user's .hg and .jj folders, by inode: what in them names programs, as it was.
+  std::map<std::pair<dev_t, ino_t>, std::string> other_vcs_;
+  std::map<int, std::pair<dev_t, ino_t>> other_vcs_files_;  // their settings, by watch: whose
+  // The device files set aside, by inode: the name each was given (its arrival there is the
+  // guard's own).
+  std::map<std::pair<dev_t, ino_t>, std::string> devices_aside_;
+  std::optional<std::set<std::string>> first_known_;  // what the guard's first run knew
+  // When the guard's first run began (no file changed before has a later time: a file's time
+  // is taken from a clock as fine or coarser): a setuid file changed since, found by a guard
+  // started again, was made so while no guard watched.
+  struct timespec since_ {};
+  bool since_first_ = false;  // since_ is the first run's, given in first_known_
   std::chrono::steady_clock::time_point last_rescan_;
   // The folders walked last, open, by watch: a folder made in one made just before (a tree made
   // level by level) is found without opening every folder above it again (Open).

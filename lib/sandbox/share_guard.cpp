@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <map>
 #include <thread>
 
 #include "fd.hpp"
@@ -27,6 +29,8 @@ std::string GuardPidFile(const std::string& sandbox) { return GuardDir(sandbox) 
 // How much of the log a session's end has shown: what the guard did between sessions (for what
 // runs in the sandbox without one) is shown by the next.
 std::string ShownFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.shown"; }
+// Up to when each host folder's host-executable files were named: "SECONDS.NANOSECONDS\tPATH".
+std::string NamedFile(const std::string& sandbox) { return GuardDir(sandbox) + "/named"; }
 // The user's repositories as the guard that started with the sandbox found them.
 std::string KnownFile(const std::string& sandbox) { return GuardDir(sandbox) + "/guard.known"; }
 
@@ -147,6 +151,45 @@ size_t ShareGuardShown(const std::string& sandbox) {
 void ShareGuardMarkShown(const std::string& sandbox, size_t upto) {
   if (!IsDirectory(GuardDir(sandbox))) return;
   AtomicWrite(ShownFile(sandbox), Cat(upto, "\n"), 0600);
+}
+
+namespace {
+
+std::map<std::string, struct timespec> ReadNamed(const std::string& sandbox) {
+  std::map<std::string, struct timespec> marks;
+  for (const auto& line : SplitLines(ReadFileIfExists(NamedFile(sandbox)).value_or(""))) {
+    size_t tab = line.find('\t'), dot = line.find('.');
+    if (tab == std::string::npos || dot > tab) continue;
+    auto sec = ParseDecimal(line.substr(0, dot));
+    auto nsec = ParseDecimal(line.substr(dot + 1, tab - dot - 1));
+    if (!sec || !nsec || *nsec >= 1'000'000'000) continue;
+    marks[line.substr(tab + 1)] = {static_cast<time_t>(*sec), static_cast<long>(*nsec)};
+  }
+  return marks;
+}
+
+}  // namespace
+
+std::optional<struct timespec> ShareNamedUntil(const std::string& sandbox,
+                                               const std::string& folder) {
+  auto marks = ReadNamed(sandbox);
+  auto it = marks.find(folder);
+  if (it == marks.end()) return std::nullopt;
+  return it->second;
+}
+
+void ShareMarkNamed(const std::string& sandbox, const std::string& folder,
+                    const struct timespec& until) {
+  if (folder.find('\n') != std::string::npos || !IsDirectory(GuardDir(sandbox))) return;
+  auto marks = ReadNamed(sandbox);
+  marks[folder] = until;
+  std::string text;
+  for (const auto& [path, t] : marks) {
+    char nsec[16];
+    std::snprintf(nsec, sizeof nsec, "%09ld", static_cast<long>(t.tv_nsec));
+    text += Cat(static_cast<long long>(t.tv_sec), ".", nsec, "\t", path, "\n");
+  }
+  AtomicWrite(NamedFile(sandbox), text, 0600);
 }
 
 std::vector<std::string> ShareGuardSaid(const std::string& sandbox, size_t from) {

@@ -3,6 +3,8 @@
 // again whenever ss finds it gone (as its ss-net is, egress.hpp), stopped with the sandbox.
 #pragma once
 
+#include <time.h>
+
 #include <optional>
 #include <set>
 #include <string>
@@ -37,5 +39,12 @@ bool ShareGuardCouldNot(const std::string& line);
 // How much of it a session's end has shown (0: none yet), and the mark moved on.
 size_t ShareGuardShown(const std::string& sandbox);
 void ShareGuardMarkShown(const std::string& sandbox, size_t upto);
+// Up to when a session's end in host folder `folder` last named the files changed there that the
+// host runs or obeys (nothing before the first): the next names what changed since, between
+// sessions too (`ss exec`, a process left running, another session). And the mark moved on.
+std::optional<struct timespec> ShareNamedUntil(const std::string& sandbox,
+                                               const std::string& folder);
+void ShareMarkNamed(const std::string& sandbox, const std::string& folder,
+                    const struct timespec& until);
 
 }  // namespace ss

@@ -715,7 +715,10 @@ open(\"deep.txt\", \"w\").write(\"deep\")
 
 @test "a session in a shared project names, on its way out, the files it changed there that the host runs or obeys" {
   ss new ho-shared >/dev/null
-  ss ho-shared -- true
+  # The first session holds the project's repository (ss's own .git file): nothing to name.
+  run --separate-stderr ss ho-shared -- true
+  assert_success
+  assert_equal "$stderr" ""
   run --separate-stderr ss ho-shared -- sh -c 'mkdir -p .claude && echo "{}" > .claude/settings.json && echo "[core]" > .gitattributes && echo ok > plain.txt'
   assert_success
   assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 2 files in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
@@ -740,6 +743,57 @@ open(\"deep.txt\", \"w\").write(\"deep\")
   run --separate-stderr ss ho-shared -- sh -c 'echo hook > .envrc; exit 3'
   assert_failure 3
   assert_equal "${stderr_lines[1]}" "  .envrc (direnv)"
+  # Between sessions (ss exec, a process left running): named by the next session's end, apart
+  # from what that session changed; then never again.
+  run ss exec ho-shared -- sh -c 'echo "{}" > .mcp.json && mkdir -p .vscode && echo "{}" > .vscode/tasks.json'
+  assert_success
+  # (Change times are a clock tick coarse: what changed in the tick a session starts in counts
+  # as the session's.)
+  sleep 0.02
+  run --separate-stderr ss ho-shared -- sh -c 'echo X=1 > .env'
+  assert_success
+  assert_equal "${stderr_lines[0]}" "ss: warning: between the last session there and this one, something changed 2 files in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own (what ran in the sandbox without a session, or you):"
+  assert_equal "${stderr_lines[1]}" "  .mcp.json (MCP clients (servers they start))"
+  assert_equal "${stderr_lines[2]}" "  .vscode/tasks.json (VS Code (tasks, settings))"
+  assert_equal "${stderr_lines[3]}" "ss: warning: the session changed 1 file in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
+  assert_equal "${stderr_lines[4]}" "  .env (dotenv loaders (variables such as NODE_OPTIONS name programs))"
+  assert_equal "${#stderr_lines[@]}" 6
+  run --separate-stderr ss ho-shared -- true
+  assert_success
+  assert_equal "$stderr" ""
+  # A folder renamed into place keeps its files' own times: they are named with it.
+  run ss exec ho-shared -- sh -c 'mkdir -p stage && echo "{}" > stage/tasks.json'
+  assert_success
+  run --separate-stderr ss ho-shared -- mv stage .zed
+  assert_success
+  assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 1 file in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
+  assert_equal "${stderr_lines[1]}" "  .zed/tasks.json (Zed (tasks))"
+  # A link the host's tools follow to a folder: named every time, ss does not look through it.
+  run ss exec ho-shared -- sh -c 'mkdir -p ideadir && ln -s ideadir .idea'
+  assert_success
+  for _ in 1 2; do
+    run --separate-stderr ss ho-shared -- true
+    assert_success
+    assert_equal "${stderr_lines[0]}" "ss: warning: 1 link in ~/super-sandbox/projects/ho-shared leads to a folder the host's tools obey; ss does not look at what is in it:"
+    assert_equal "${stderr_lines[1]}" "  .idea (JetBrains IDEs (run configurations, file watchers))"
+  done
+  run ss exec ho-shared -- rm .idea
+  assert_success
+  # The user's repository runs its hooks from a folder of the project (core.hooksPath, as with
+  # a hook manager): what the sandbox writes there is named.
+  as_owner git --git-dir "$SS_HOME/repositories/ho-shared" config core.hooksPath ./.githooks
+  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p .githooks && printf "#!/bin/sh\nexit 0\n" > .githooks/pre-commit'
+  assert_success
+  assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 1 file in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
+  assert_equal "${stderr_lines[1]}" "  .githooks/pre-commit (git (core.hooksPath))"
+  # Such a name made a link to a file of another name: a later change to that file is named.
+  run --separate-stderr ss ho-shared -- sh -c 'mkdir -p data && echo "{}" > data/t2.json && ln -s ../data/t2.json .vscode/settings.json'
+  assert_success
+  assert_equal "${stderr_lines[1]}" "  .vscode/settings.json (VS Code (tasks, settings))"
+  run --separate-stderr ss ho-shared -- sh -c 'echo "{\"x\": 1}" > data/t2.json'
+  assert_success
+  assert_equal "${stderr_lines[0]}" "ss: warning: the session changed 1 file in ~/super-sandbox/projects/ho-shared that the host runs or obeys on its own:"
+  assert_equal "${stderr_lines[1]}" "  .vscode/settings.json (VS Code (tasks, settings))"
 }
 
 # Every git command of the host that runs what a repository names, in shared project $1's
@@ -866,7 +920,9 @@ guarded() {
   in_sandbox "cd ~/projects/ho-swap && $evil && cp -r /tmp/evil/.git evil-git && printf 'gitdir: evil-git\n' > .git"
   guarded "$D" 2
   host_git_everything ho-swap "$t"
-  in_sandbox "cd ~/projects/ho-swap && rm .git && ln -s evil-git .git"
+  # (Renamed over the file, never made where the file was taken away: the guard, quicker than
+  # the sandbox, may have put the file back there, and QEMU's virtiofs then fails the link.)
+  in_sandbox "cd ~/projects/ho-swap && ln -s evil-git link && mv -T link .git"
   guarded "$D" 3
   host_git_everything ho-swap "$t"
   # Nothing at all: put back before the next command runs git there.
@@ -967,10 +1023,13 @@ guarded() {
   ss ho-again -- true
   # The guard gone (killed on the host): the sandbox makes a repository, and changes the user's.
   pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
-  in_sandbox "cd ~/projects/ho-again && mkdir made && git init -q made && git -C made config core.fsmonitor 'touch $t/pwned-again; false'"
+  in_sandbox "cd ~/projects/ho-again && mkdir made && git init -q made && git -C made config core.fsmonitor 'touch $t/pwned-again; false' && cp /bin/sh made/suid && chmod 4755 made/suid"
   run --separate-stderr ss ho-again -- true
   assert_success
   pgrep -f "ss-project guard --sandbox $SANDBOX( |\$)"
+  # What was made setuid meanwhile loses the bit.
+  assert_equal "$(stat -c %a "$SS_HOME/projects/ho-again/made/suid")" 755
+  grep -qF "took the setuid and setgid bits off a file the sandbox gave them (on the host it would run as you for anyone who can reach it): ~/super-sandbox/projects/ho-again/made/suid" "$SS_HOME/.ss/sandboxes/$SANDBOX/guard.log"
   [[ "$stderr" == *"the guard of the folders sandbox '$SANDBOX' shares had stopped while it ran; started again, it sets aside what appeared there meanwhile"* ]] || { echo "$stderr"; false; }
   [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/made/.git.refused-"* ]] || { echo "$stderr"; false; }
   [ ! -e "$SS_HOME/projects/ho-again/made/.git" ]
@@ -985,10 +1044,11 @@ guarded() {
   # The guard gone, then the sandbox stopped and started: the guard that starts with it still
   # compares with the record, so what was made while nothing watched is not taken for the user's.
   pkill -f "ss-project guard --sandbox $SANDBOX( |\$)"
-  in_sandbox "cd ~/projects/ho-again && mkdir late && git init -q late && git -C late config core.fsmonitor 'touch $t/pwned-again; false'"
+  in_sandbox "cd ~/projects/ho-again && mkdir late && git init -q late && git -C late config core.fsmonitor 'touch $t/pwned-again; false' && cp /bin/sh late/sgid && chmod 2755 late/sgid"
   ss vm stop --sandbox "$SANDBOX" >/dev/null
   run --separate-stderr ss ho-again -- true
   assert_success
+  assert_equal "$(stat -c %a "$SS_HOME/projects/ho-again/late/sgid")" 755
   [[ "$stderr" == *"set aside a repository that appeared or changed in a shared folder while the sandbox ran unwatched: ~/super-sandbox/projects/ho-again/late/.git.refused-"* ]] || { echo "$stderr"; false; }
   [ ! -e "$SS_HOME/projects/ho-again/late/.git" ]
   as_owner git -C "$SS_HOME/projects/ho-again/late" status >/dev/null 2>&1 || true
@@ -1243,6 +1303,78 @@ $marker
   [ -p "$D/sub/keep.pipe" ]
   run as_owner timeout 20 git -C "$D" status --porcelain
   assert_success
+}
+
+@test "as root in the sandbox: a file made setuid or given capabilities in a shared project loses them while the sandbox runs; a device file made there is set aside" {
+  ss new ho-priv >/dev/null
+  ss ho-priv -- true
+  D="$SS_HOME/projects/ho-priv"
+  log="$SS_HOME/.ss/sandboxes/$SANDBOX/guard.log"
+  shown="~/super-sandbox/projects/ho-priv"
+  # On the host a setuid file runs as its owner, one with capabilities (here cap_net_raw,
+  # effective) with them, for whoever runs it; a device file opens the device (here /dev/mem) for
+  # whoever can reach it. Each engine lets root inside make what its kernel and mounts allow:
+  # what was made is said.
+  run in_sandbox 'cd ~/projects/ho-priv && cp /bin/true suid && sudo -n chmod 4755 suid && echo setuid
+    cp /bin/true capped && sudo -n python3 -c "import os; os.setxattr(\"capped\", \"security.capability\", bytes.fromhex(\"0100000200200000000000000000000000000000\"))" 2>/dev/null && echo capabilities
+    sudo -n mknod mem c 1 1 2>/dev/null && echo device; true'
+  assert_success
+  made=$output
+  assert_line setuid
+  capable() { python3 -c 'import os, sys; os.getxattr(sys.argv[1], "security.capability")' "$1" 2>/dev/null; }
+  for _ in $(seq 40); do
+    [ -u "$D/suid" ] || capable "$D/capped" || [ -c "$D/mem" ] || break
+    sleep 0.05
+  done
+  assert_equal "$(stat -c %a "$D/suid")" 755
+  grep -qF "took the setuid and setgid bits off a file the sandbox gave them (on the host it would run as you for anyone who can reach it): $shown/suid" "$log"
+  if [[ "$made" == *capabilities* ]]; then
+    ! capable "$D/capped"
+    grep -qF "took the file capabilities off a file the sandbox gave them (on the host it would run with them for anyone who can reach it): $shown/capped" "$log"
+  fi
+  if [[ "$made" == *device* ]]; then
+    [ ! -e "$D/mem" ]
+    [ -c "$(echo "$D"/mem.refused-*)" ]
+    grep -qF "set aside a device file the sandbox made (on the host it opens the device for anyone who can reach it): $shown/mem.refused-" "$log"
+  fi
+  # Docker and Podman share the folder through a mount that maps the sandbox's user alone, with
+  # nodev: root inside makes nothing there (its files, devices and capabilities are refused).
+  if [ "$SS_E2E_BACKEND" = docker ] || [ "$SS_E2E_BACKEND" = podman ]; then
+    [[ "$made" != *capabilities* && "$made" != *device* ]] || { echo "$made"; false; }
+  fi
+}
+
+@test "a Mercurial or Jujutsu repository the sandbox makes in a shared project is set aside: the host's hg never runs its hooks" {
+  t="$BATS_TEST_TMPDIR"
+  chmod 777 "$t"
+  ss new ho-hg >/dev/null
+  ss ho-hg -- true
+  D="$SS_HOME/projects/ho-hg"
+  # A .hg made in place with a hook, one made elsewhere and moved in, one that is a link to a
+  # folder the sandbox made, and a .jj.
+  # (The guard may set one aside before the next command reaches it: those fail, and that is
+  # the point.)
+  in_sandbox "cd ~/projects/ho-hg && mkdir -p b c d tmp/x ~/elsewhere/.hg
+    printf '[hooks]\npre-status = touch $t/pwned-hg-b\n' > tmp/x/hgrc
+    printf '[hooks]\npre-status = touch $t/pwned-hg-c\n' > ~/elsewhere/.hg/hgrc
+    mkdir -p a/.hg && printf '[hooks]\npre-status = touch $t/pwned-hg-a\n' > a/.hg/hgrc
+    mv tmp/x b/.hg; ln -s ~/elsewhere/.hg c/.hg; mkdir -p d/.jj/repo; true"
+  for _ in $(seq 40); do
+    [ -e "$D/a/.hg" ] || [ -e "$D/b/.hg" ] || [ -L "$D/c/.hg" ] || [ -e "$D/d/.jj" ] || break
+    sleep 0.05
+  done
+  for f in a/.hg b/.hg c/.hg d/.jj; do
+    [ ! -e "$D/$f" ] && [ ! -L "$D/$f" ] || { ls -la "$D/${f%/*}"; false; }
+    grep -qF "set aside a $([ "${f#*/}" = .hg ] && echo "Mercurial repository (.hg)" || echo "Jujutsu repository (.jj)") that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-hg/$f.refused-" "$SS_HOME/.ss/sandboxes/$SANDBOX/guard.log"
+  done
+  for d in a b c; do
+    (cd "$D/$d" && as_owner hg status >/dev/null 2>&1) || true
+  done
+  [ -z "$(ls "$t" | grep pwned)" ] || { ls "$t"; false; }
+  # The session's end says so.
+  run --separate-stderr ss ho-hg -- sh -c "$INSIDE_WAIT mkdir -p e/.hg; w 'test ! -e e/.hg'"
+  assert_success
+  [[ "$stderr" == *"set aside a Mercurial repository (.hg) that appeared in a shared folder while the sandbox ran: ~/super-sandbox/projects/ho-hg/e/.hg.refused-"* ]] || { echo "$stderr"; false; }
 }
 
 @test "a sandbox that plants repositories without end grows the guard's log only as its bucket allows, and says it counts the rest" {

@@ -214,12 +214,19 @@ teardown() {
   assert_equal "$(stat -c %u "$SS_HOME/projects/shared/box.txt")" "$(id -u)"
 }
 
-@test "a setuid file the agent makes in a project is out of every other account's reach" {
+@test "a setuid file the agent makes in a project loses the bit, and is out of every other account's reach" {
   # The sandbox user can make its own files setuid, and its files are the user's on the host
-  # (root's here): no other account of the host may reach them (SS_HOME is the user's alone).
+  # (root's here): the guard takes the bit off at once, and no other account of the host may
+  # reach them meanwhile (SS_HOME is the user's alone).
   run sandbox_ssh "$SANDBOX" 'cp /bin/sh ~/projects/shared/suid-sh && chmod 4755 ~/projects/shared/suid-sh'
   assert_success
   assert_equal "$(stat -c %a "$SS_HOME")" "700"
+  for _ in $(seq 40); do
+    [ "$(stat -c %a "$SS_HOME/projects/shared/suid-sh")" = 755 ] && break
+    sleep 0.05
+  done
+  assert_equal "$(stat -c %a "$SS_HOME/projects/shared/suid-sh")" "755"
+  grep -qF "took the setuid and setgid bits off a file the sandbox gave them (on the host it would run as you for anyone who can reach it): ~/super-sandbox/projects/shared/suid-sh" "$SS_HOME/.ss/sandboxes/$SANDBOX/guard.log"
   # (Through a shell: setpriv would look the path up with root's rights still in hand.)
   run setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c '"$1" -c "id -u"' sh \
     "$SS_HOME/projects/shared/suid-sh"

@@ -9,9 +9,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <set>
@@ -45,6 +47,11 @@ class FolderGuardTest : public ::testing::Test {
     if (with_other) folders.push_back({other_.path(), false});
     return std::make_unique<FolderGuard>(
         folders, [this](const std::string& l) { said_.push_back(l); }, std::move(known));
+  }
+  // A file's permission bits, setuid and setgid among them; 0 when it is not there.
+  static mode_t Mode(const std::string& path) {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
   }
   // Lets the guard handle what happened until `done` holds (2 s at most).
   bool Until(FolderGuard& guard, const std::function<bool()>& done) {
@@ -379,7 +386,7 @@ TEST_F(FolderGuardTest, AGuardStartedAgainTrustsOnlyWhatTheFirstFoundUnchanged) 
   std::string changed = app + "/changed";
   GitDir(changed + "/.git");
   std::set<std::string> known = Start()->Known();
-  EXPECT_EQ(known.size(), 4u);
+  EXPECT_EQ(known.size(), 5u);  // the four repositories, and when the first run began
   // While no guard ran: a repository made, one of the user's changed, a .git file led
   // elsewhere, a folder made a repository without a .git.
   Hostile(app + "/evil/.git");
@@ -656,6 +663,207 @@ TEST_F(FolderGuardTest, WithTheWatchesUsedUpTheFoldersAreWalkedNowAndThen) {
     return 0;
   };
   EXPECT_EQ(AsNobody(app, steps), 0);
+}
+
+// Mercurial and Jujutsu obey their repository's settings as git does (hooks, aliases, tools),
+// and a prompt may run them in every folder it enters.
+TEST_F(FolderGuardTest, MercurialAndJujutsuRepositoriesAreGuardedAsGitsAre) {
+  std::string app = Held("app");
+  auto aside = [](const std::string& folder, const std::string& name) {
+    for (const auto& entry : ListDir(folder)) {
+      if (entry.starts_with(name + ".refused-")) return true;
+    }
+    return false;
+  };
+  // The user's, there when the guard starts.
+  std::string hg = app + "/hg", jj = app + "/jj", linked = app + "/linked";
+  MakeDirs(hg + "/.hg/store");
+  AtomicWrite(hg + "/.hg/hgrc", "[ui]\nusername = me\n");
+  AtomicWrite(hg + "/.hg/requires", "store\n");
+  MakeDirs(jj + "/.jj/repo/store");
+  MakeDirs(linked + "/.hg");
+  AtomicWrite(linked + "/.hg/hgrc", "[ui]\n");
+  MakeDirs(other_.path() + "/keep");
+  auto guard = Start();
+  std::set<std::string> known = guard->Known();
+  // Their daily work stays: the store, the dirstate.
+  AtomicWrite(hg + "/.hg/dirstate", "x");
+  AtomicWrite(hg + "/.hg/store/00changelog.i", "x");
+  AtomicWrite(jj + "/.jj/repo/store/x", "x");
+  guard->Step(200);
+  EXPECT_TRUE(PathExists(hg + "/.hg/hgrc"));
+  EXPECT_TRUE(PathExists(jj + "/.jj/repo"));
+  // Made after the start, anywhere, as a folder, a file or a link: set aside.
+  MakeDirs(app + "/a/b/.hg");
+  AtomicWrite(app + "/a/b/.hg/hgrc", "[hooks]\npre-status = touch /nonexistent/pwned\n");
+  MakeDirs(app + "/c/.jj/repo");
+  ASSERT_EQ(::symlink((hg + "/.hg").c_str(), (app + "/d.hg").c_str()), 0);
+  MakeDirs(app + "/d");
+  ASSERT_EQ(::rename((app + "/d.hg").c_str(), (app + "/d/.hg").c_str()), 0);
+  // Moved in whole, from a folder made elsewhere.
+  MakeDirs(app + "/tmp/e/.hg");
+  MakeDirs(app + "/tmp/e/sub/.jj");
+  ASSERT_EQ(::rename((app + "/tmp/e").c_str(), (app + "/e").c_str()), 0);
+  EXPECT_TRUE(Until(*guard, [&] {
+    return aside(app + "/a/b", ".hg") && aside(app + "/c", ".jj") && aside(app + "/d", ".hg") &&
+           aside(app + "/e", ".hg") && aside(app + "/e/sub", ".jj");
+  })) << Join(said_, "\n");
+  // The user's whose settings change: in place, replaced, through a hard link, or a .jj's
+  // repository config: set aside whole.
+  WriteInPlace(hg + "/.hg/hgrc", "[hooks]\npre-status = touch /nonexistent/pwned\n");
+  AtomicWrite(jj + "/.jj/repo/config.toml", "[aliases]\n");
+  ASSERT_EQ(::link((linked + "/.hg/hgrc").c_str(), (app + "/elsewhere").c_str()), 0);
+  EXPECT_TRUE(Until(*guard, [&] {
+    return aside(hg, ".hg") && aside(jj, ".jj") && aside(linked, ".hg");
+  })) << Join(said_, "\n");
+  size_t appeared = 0, changed = 0;
+  for (const auto& line : said_) {
+    appeared +=
+        line.find(" that appeared in a shared folder while the sandbox ran: ") != std::string::npos;
+    changed += line.find(" whose settings changed while the sandbox ran: ") != std::string::npos;
+  }
+  EXPECT_EQ(appeared, 5u) << Join(said_, "\n");
+  EXPECT_EQ(changed, 3u) << Join(said_, "\n");
+  EXPECT_EQ(said_.size(), 8u) << Join(said_, "\n");
+  EXPECT_TRUE(said_[0].starts_with("set aside a Mercurial repository (.hg) ") ||
+              said_[0].starts_with("set aside a Jujutsu repository (.jj) "))
+      << said_[0];
+  // A guard started again knows only what the first found, unchanged.
+  guard.reset();
+  said_.clear();
+  std::string kept = app + "/kept";
+  MakeDirs(kept + "/.hg");
+  auto again = Start(false, known);
+  EXPECT_TRUE(aside(kept, ".hg"));
+  ASSERT_EQ(said_.size(), 1u) << Join(said_, "\n");
+  EXPECT_TRUE(
+      said_[0].starts_with("set aside a Mercurial repository (.hg) that appeared or "
+                           "changed in a shared folder while the sandbox ran unwatched: "))
+      << said_[0];
+}
+
+// A file of a shared folder is the user's on the host: made setuid, it would run as the user for
+// anyone who can reach it.
+TEST_F(FolderGuardTest, AFileMadeSetuidOrSetgidLosesThoseBits) {
+  std::string app = Held("app");
+  AtomicWrite(app + "/mine", "x");
+  ASSERT_EQ(::chmod((app + "/mine").c_str(), 04755), 0);
+  auto guard = Start();
+  AtomicWrite(app + "/a", "x");
+  ASSERT_EQ(::chmod((app + "/a").c_str(), 04755), 0);
+  AtomicWrite(app + "/b", "x");
+  ASSERT_EQ(::chmod((app + "/b").c_str(), 02711), 0);
+  // Made so at once; in a folder made just before (no event of its own reaches the guard); moved
+  // in from elsewhere.
+  Fd made(::open((app + "/c").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755));
+  ASSERT_TRUE(made.ok());
+  made = Fd();
+  MakeDirs(app + "/new/deep");
+  AtomicWrite(app + "/new/deep/d", "x");
+  ASSERT_EQ(::chmod((app + "/new/deep/d").c_str(), 04700), 0);
+  AtomicWrite(other_.path() + "/e", "x");
+  ASSERT_EQ(::chmod((other_.path() + "/e").c_str(), 04755), 0);
+  ASSERT_EQ(::rename((other_.path() + "/e").c_str(), (app + "/e").c_str()), 0);
+  EXPECT_TRUE(Until(*guard, [&] {
+    return Mode(app + "/a") == 0755 && Mode(app + "/b") == 0711 && Mode(app + "/c") == 0755 &&
+           Mode(app + "/new/deep/d") == 0700 && Mode(app + "/e") == 0755;
+  })) << Join(said_, "\n");
+  // The user's own, there when the sandbox started, is the user's business.
+  EXPECT_EQ(Mode(app + "/mine"), 04755u);
+  ASSERT_EQ(said_.size(), 5u) << Join(said_, "\n");
+  for (const auto& line : said_) {
+    EXPECT_TRUE(
+        line.starts_with("took the setuid and setgid bits off a file the sandbox gave "
+                         "them (on the host it would run as you for anyone who can "
+                         "reach it): "))
+        << line;
+  }
+}
+
+TEST_F(FolderGuardTest, AGuardStartedAgainTakesTheBitsOffWhatWasMadeSetuidWhileNoneWatched) {
+  std::string app = Held("app");
+  AtomicWrite(app + "/mine", "x");
+  ASSERT_EQ(::chmod((app + "/mine").c_str(), 04755), 0);
+  std::set<std::string> known = Start()->Known();
+  // (Files' times may be taken from a clock that moves a tick at a time.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // While no guard ran: a file made setuid, one made setgid in a new folder.
+  AtomicWrite(app + "/a", "x");
+  ASSERT_EQ(::chmod((app + "/a").c_str(), 04755), 0);
+  MakeDirs(app + "/new");
+  AtomicWrite(app + "/new/b", "x");
+  ASSERT_EQ(::chmod((app + "/new/b").c_str(), 02711), 0);
+  auto again = Start(false, known);
+  EXPECT_EQ(Mode(app + "/a"), 0755u);
+  EXPECT_EQ(Mode(app + "/new/b"), 0711u);
+  // The user's, there when the first run began, stays theirs.
+  EXPECT_EQ(Mode(app + "/mine"), 04755u);
+  ASSERT_EQ(said_.size(), 2u) << Join(said_, "\n");
+  // A guard that starts with the sandbox takes what it finds for the user's.
+  said_.clear();
+  ASSERT_EQ(::chmod((app + "/a").c_str(), 04755), 0);
+  auto fresh = Start();
+  EXPECT_EQ(Mode(app + "/a"), 04755u);
+  EXPECT_TRUE(said_.empty()) << Join(said_, "\n");
+}
+
+// A file given capabilities runs with them whoever runs it, as a setuid one runs as its owner; a
+// device file opens the device for anyone who can reach it. Making either takes root inside a
+// sandbox whose root is root on the host (as root here).
+TEST_F(FolderGuardTest, AFileGivenCapabilitiesLosesThemAndADeviceFileIsSetAside) {
+  if (::geteuid() != 0) GTEST_SKIP() << "capabilities and device files are made by root";
+  // cap_net_raw (13), permitted and effective, for any user who runs the file: the kernel's
+  // second revision of the value, little-endian (magic 0x02000000 | effective; permitted and
+  // inheritable, twice).
+  auto give = [](const std::string& path) {
+    const unsigned char caps[20] = {0x01, 0, 0, 0x02, 0x00, 0x20, 0, 0};
+    return ::setxattr(path.c_str(), "security.capability", caps, sizeof caps, 0);
+  };
+  // Device numbers of a device there is (they are never opened here).
+  struct stat null_device;
+  ASSERT_EQ(::stat("/dev/null", &null_device), 0);
+  auto capable = [](const std::string& path) {
+    return ::getxattr(path.c_str(), "security.capability", nullptr, 0) >= 0;
+  };
+  auto aside = [](const std::string& folder, const std::string& name) {
+    for (const auto& [entry, type] : ReadDirAt(Fd(::open(folder.c_str(), O_RDONLY)).get())) {
+      if (entry.starts_with(name + ".refused-")) return type == DT_CHR || type == DT_BLK;
+    }
+    return false;
+  };
+  std::string app = Held("app");
+  AtomicWrite(app + "/mine", "x");
+  if (give(app + "/mine") != 0)
+    GTEST_SKIP() << "no file capabilities here: " << std::strerror(errno);
+  auto guard = Start();
+  AtomicWrite(app + "/a", "x");
+  ASSERT_EQ(give(app + "/a"), 0);
+  ASSERT_EQ(::mknod((app + "/tty").c_str(), S_IFCHR | 0666, null_device.st_rdev), 0);
+  // In a folder made just before: no event of their own reaches the guard.
+  MakeDirs(app + "/new");
+  ASSERT_EQ(::mknod((app + "/new/disk").c_str(), S_IFBLK | 0666, null_device.st_rdev), 0);
+  AtomicWrite(app + "/new/b", "x");
+  ASSERT_EQ(give(app + "/new/b"), 0);
+  EXPECT_TRUE(Until(*guard, [&] {
+    return !capable(app + "/a") && !capable(app + "/new/b") && aside(app, "tty") &&
+           aside(app + "/new", "disk");
+  })) << Join(said_, "\n");
+  // The user's own, there when the sandbox started, is the user's business; what the guard set
+  // aside stays where it put it.
+  guard->Step(200);
+  EXPECT_TRUE(capable(app + "/mine"));
+  ASSERT_EQ(said_.size(), 4u) << Join(said_, "\n");
+  int took = 0, set_aside = 0;
+  for (const auto& line : said_) {
+    took += line.starts_with(
+        "took the file capabilities off a file the sandbox gave them (on the host it would run "
+        "with them for anyone who can reach it): ");
+    set_aside += line.starts_with(
+        "set aside a device file the sandbox made (on the host it opens the device for anyone "
+        "who can reach it): ");
+  }
+  EXPECT_EQ(took, 2) << Join(said_, "\n");
+  EXPECT_EQ(set_aside, 2) << Join(said_, "\n");
 }
 
 TEST_F(FolderGuardTest, AFifoNamedAsAFileTheHostsToolsOpenIsSetAside) {
