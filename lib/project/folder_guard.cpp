@@ -676,10 +676,8 @@ bool FolderGuard::OtherVcsStays(int dir_fd, const std::string& name, Pass pass,
   struct stat st;
   if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
   std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
-  std::string print;
-  if (S_ISDIR(st.st_mode)) {
-    if (Fd vcs(OpenDirAt(dir_fd, name)); vcs.ok()) print = OtherVcsPrint(vcs.get(), name);
-  }
+  Fd vcs(S_ISDIR(st.st_mode) ? OpenDirAt(dir_fd, name) : -1);
+  std::string print = vcs.ok() ? OtherVcsPrint(vcs.get(), name) : std::string();
   auto known = other_vcs_.find(id);
   if (known != other_vcs_.end() && known->second == print) return true;
   // At the first walk, all there is the user's; a guard started again takes only what its
@@ -688,7 +686,7 @@ bool FolderGuard::OtherVcsStays(int dir_fd, const std::string& name, Pass pass,
       (!first_known_ || first_known_->count(OtherVcsKnownLine(id, print)))) {
     other_vcs_[id] = print;
     // Its settings watched themselves: written through another name (a hard link), seen too.
-    if (Fd vcs(S_ISDIR(st.st_mode) ? OpenDirAt(dir_fd, name) : -1); vcs.ok()) {
+    if (vcs.ok()) {
       OtherVcsSettings(vcs.get(), name, [&](int in, const char* f) {
         Fd fd(platform::OpenToLook(in, f, false));
         struct stat fst;
