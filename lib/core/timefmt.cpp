@@ -143,4 +143,19 @@ std::string FormatAgoShort(SystemTime then, SystemTime now) {
   return Cat(count, unit->short_name, " ago");
 }
 
+std::string FormatTimespec(const struct timespec& t) {
+  char nsec[16];
+  std::snprintf(nsec, sizeof nsec, "%09ld", static_cast<long>(t.tv_nsec));
+  return Cat(static_cast<long long>(t.tv_sec), ".", nsec);
+}
+
+std::optional<struct timespec> ParseTimespec(std::string_view text) {
+  size_t dot = text.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  auto sec = ParseDecimal(text.substr(0, dot));
+  auto nsec = ParseDecimal(text.substr(dot + 1));
+  if (!sec || !nsec || *nsec >= 1'000'000'000) return std::nullopt;
+  return timespec{static_cast<time_t>(*sec), static_cast<long>(*nsec)};
+}
+
 }  // namespace ss

@@ -2,6 +2,8 @@
 // and the relative form people read in tables ("2 hours ago", or "2h ago" where space is short).
 #pragma once
 
+#include <time.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -27,5 +29,10 @@ std::optional<SystemTime> ParseRfc3339(std::string_view text);
 std::string FormatAgo(SystemTime then, SystemTime now);
 // The same, short: "now", "5m ago", "2h ago", "1d ago", "2w ago", "4mo ago", "1y ago".
 std::string FormatAgoShort(SystemTime then, SystemTime now);
+
+// A file's time to the nanosecond as ss keeps it in its own files: "1733616000.000000123".
+std::string FormatTimespec(const struct timespec& t);
+// Its reverse (the nanoseconds as written, zero-padded or not); anything else: nullopt.
+std::optional<struct timespec> ParseTimespec(std::string_view text);
 
 }  // namespace ss

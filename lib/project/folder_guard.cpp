@@ -22,6 +22,7 @@
 #include "platform.hpp"
 #include "project.hpp"
 #include "strings.hpp"
+#include "timefmt.hpp"
 
 namespace ss {
 namespace {
@@ -131,11 +132,8 @@ FolderGuard::FolderGuard(std::vector<GuardedFolder> folders,
   if (first_known_) {
     for (const auto& line : *first_known_) {
       if (!line.starts_with(kSinceLine)) continue;
-      std::string_view at = std::string_view(line).substr(std::strlen(kSinceLine));
-      auto sec = ParseDecimal(at.substr(0, at.find('.')));
-      auto nsec = ParseDecimal(at.substr(at.find('.') + 1));
-      if (sec && nsec && at.find('.') != std::string_view::npos && *nsec < 1000000000) {
-        since_ = {static_cast<time_t>(*sec), static_cast<long>(*nsec)};
+      if (auto at = ParseTimespec(std::string_view(line).substr(std::strlen(kSinceLine)))) {
+        since_ = *at;
         since_first_ = true;
       }
     }
@@ -408,7 +406,7 @@ std::set<std::string> FolderGuard::Known() const {
   }
   for (const auto& [dev, ino] : unwatched_known_) known.insert(KnownLine(dev, ino));
   for (const auto& [id, print] : other_vcs_) known.insert(OtherVcsKnownLine(id, print));
-  known.insert(Cat(kSinceLine, since_.tv_sec, ".", since_.tv_nsec));
+  known.insert(Cat(kSinceLine, FormatTimespec(since_)));
   return known;
 }
 

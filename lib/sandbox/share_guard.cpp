@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -19,6 +18,7 @@
 #include "process.hpp"
 #include "sandbox.hpp"
 #include "strings.hpp"
+#include "timefmt.hpp"
 
 namespace ss {
 namespace {
@@ -158,12 +158,10 @@ namespace {
 std::map<std::string, struct timespec> ReadNamed(const std::string& sandbox) {
   std::map<std::string, struct timespec> marks;
   for (const auto& line : SplitLines(ReadFileIfExists(NamedFile(sandbox)).value_or(""))) {
-    size_t tab = line.find('\t'), dot = line.find('.');
-    if (tab == std::string::npos || dot > tab) continue;
-    auto sec = ParseDecimal(line.substr(0, dot));
-    auto nsec = ParseDecimal(line.substr(dot + 1, tab - dot - 1));
-    if (!sec || !nsec || *nsec >= 1'000'000'000) continue;
-    marks[line.substr(tab + 1)] = {static_cast<time_t>(*sec), static_cast<long>(*nsec)};
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    if (auto t = ParseTimespec(std::string_view(line).substr(0, tab)))
+      marks[line.substr(tab + 1)] = *t;
   }
   return marks;
 }
@@ -184,11 +182,7 @@ void ShareMarkNamed(const std::string& sandbox, const std::string& folder,
   auto marks = ReadNamed(sandbox);
   marks[folder] = until;
   std::string text;
-  for (const auto& [path, t] : marks) {
-    char nsec[16];
-    std::snprintf(nsec, sizeof nsec, "%09ld", static_cast<long>(t.tv_nsec));
-    text += Cat(static_cast<long long>(t.tv_sec), ".", nsec, "\t", path, "\n");
-  }
+  for (const auto& [path, t] : marks) text += Cat(FormatTimespec(t), "\t", path, "\n");
   AtomicWrite(NamedFile(sandbox), text, 0600);
 }
 

@@ -81,5 +81,18 @@ TEST(TimeFmt, NowHasWholeSeconds) {
   EXPECT_EQ(std::chrono::time_point_cast<seconds>(now), now);
 }
 
+TEST(TimeFmt, TimespecsRoundTripToTheNanosecond) {
+  const struct timespec t { 1733616000, 123 };
+  EXPECT_EQ(FormatTimespec(t), "1733616000.000000123");
+  auto back = ParseTimespec(FormatTimespec(t));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->tv_sec, t.tv_sec);
+  EXPECT_EQ(back->tv_nsec, t.tv_nsec);
+  EXPECT_EQ(ParseTimespec("5.123")->tv_nsec, 123);  // (unpadded, as a guard once wrote it)
+  EXPECT_FALSE(ParseTimespec("5"));
+  EXPECT_FALSE(ParseTimespec("5.1000000000"));
+  EXPECT_FALSE(ParseTimespec("x.1"));
+}
+
 }  // namespace
 }  // namespace ss
